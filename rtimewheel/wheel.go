@@ -49,7 +49,9 @@ func (w *RTimeWheel) DeadLetters(ctx context.Context, limit int) ([]TaskInfo, er
 }
 
 // RetryDeadLetter schedules a dead letter again now with its attempts reset.
-func (w *RTimeWheel) RetryDeadLetter(ctx context.Context, key string) error { return errors.New("stub") }
+func (w *RTimeWheel) RetryDeadLetter(ctx context.Context, key string) error {
+	return errors.New("stub")
+}
 
 // DeleteDeadLetter deletes a dead letter.
 func (w *RTimeWheel) DeleteDeadLetter(ctx context.Context, key string) error {
