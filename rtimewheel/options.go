@@ -29,6 +29,7 @@ type config struct {
 	shards      int
 	logger      *slog.Logger
 	now         func() time.Time
+	customClock bool
 	worker      bool
 	onCallback  func(CallbackEvent)
 	onPull      func(PullEvent)
@@ -83,7 +84,9 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 
 // WithClock sets the source of the current time (default time.Now). Timers
 // still run on the real clock; tests use this to jump ahead.
-func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+func WithClock(now func() time.Time) Option {
+	return func(c *config) { c.now, c.customClock = now, true }
+}
 
 // WithoutWorker makes a client-only handle: it adds, removes and reads tasks
 // but never pulls or fires them.

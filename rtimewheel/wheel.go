@@ -2,64 +2,154 @@ package rtimewheel
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/rtimewheel/rtimewheel/lua"
+	"github.com/rtimewheel/rtimewheel/redisclient"
+	"github.com/rtimewheel/rtimewheel/util"
 )
 
 // RTimeWheel schedules tasks in Redis and, unless made WithoutWorker, runs a
 // worker that fires them. Its methods are safe for concurrent use.
 type RTimeWheel struct {
-	cfg   config
-	redis RedisClient
-	http  CallbackClient
+	cfg     config
+	redis   RedisClient
+	http    CallbackClient
+	keys    util.Keys
+	scripts *lua.Scripts
+	log     *slog.Logger
+
+	// clockOffset is Redis's clock minus ours in nanoseconds, measured by
+	// the worker; only a negative offset (our clock ahead) is applied, so a
+	// worker never fires early by either clock.
+	clockOffset atomic.Int64
+	// watermarkSet is true once this handle has made sure the shared
+	// watermark exists, so tasks it adds are scanned.
+	watermarkSet atomic.Bool
+
+	stopOnce sync.Once
+	stopped  atomic.Bool
+	worker   *worker // nil for a client-only handle
 }
 
-// NewRTimeWheel returns a wheel on redisClient and, unless WithoutWorker is
-// given, starts its worker, which runs until Stop.
+// NewRTimeWheel returns a wheel on redisClient that calls back through
+// httpClient and, unless WithoutWorker is given, starts its worker, which
+// runs until Stop. An option out of range is replaced by its default and
+// the replacement is logged.
 func NewRTimeWheel(redisClient RedisClient, httpClient CallbackClient, opts ...Option) *RTimeWheel {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &RTimeWheel{cfg: cfg, redis: redisClient, http: httpClient}
+	cfg.sanitize()
+	w := &RTimeWheel{
+		cfg:     cfg,
+		redis:   redisClient,
+		http:    httpClient,
+		keys:    util.NewKeys(cfg.namespace),
+		scripts: lua.New(),
+		log:     cfg.logger,
+	}
+	if cfg.worker {
+		w.worker = newWorker(w)
+		w.worker.start()
+	}
+	return w
 }
 
-// AddTask schedules task under key for executeAt (a time in the past means
-// now). A task already scheduled under key is replaced.
-func (w *RTimeWheel) AddTask(ctx context.Context, key string, task *RTaskElement, executeAt time.Time) error {
-	return errors.New("stub")
+// sanitize replaces out-of-range options by their defaults, logging each.
+func (c *config) sanitize() {
+	if c.logger == nil {
+		c.logger = slog.Default()
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	fix := func(name string, bad bool, got any, reset func(), def any) {
+		if bad {
+			c.logger.Warn("rtimewheel: option out of range, using the default", "option", name, "value", got, "default", def)
+			reset()
+		}
+	}
+	fix("namespace", !util.ValidNamespace(c.namespace), c.namespace, func() { c.namespace = DefaultNamespace }, DefaultNamespace)
+	fix("tick", c.tick < time.Millisecond, c.tick, func() { c.tick = DefaultTick }, DefaultTick)
+	fix("lease", c.lease < time.Second, c.lease, func() { c.lease = DefaultLease }, DefaultLease)
+	fix("concurrency", c.concurrency < 1, c.concurrency, func() { c.concurrency = DefaultConcurrency }, DefaultConcurrency)
+	fix("min backoff", c.minBackoff <= 0, c.minBackoff, func() { c.minBackoff = DefaultMinBackoff }, DefaultMinBackoff)
+	fix("max backoff", c.maxBackoff < c.minBackoff, c.maxBackoff, func() { c.maxBackoff = max(DefaultMaxBackoff, c.minBackoff) }, DefaultMaxBackoff)
+	fix("shards", c.shards < 1 || c.shards > 1024, c.shards, func() { c.shards = DefaultShards }, DefaultShards)
+	if c.worker && c.lease < c.tick+MaxTimeout {
+		c.logger.Info("rtimewheel: the lease is shorter than the tick plus the longest callback timeout; a slow callback may be taken over and fire twice",
+			"lease", c.lease, "tick", c.tick)
+	}
 }
 
-// AddTasks schedules a batch.
-func (w *RTimeWheel) AddTasks(ctx context.Context, items []TaskAt) error { return errors.New("stub") }
-
-// RemoveTask cancels the task under key.
-func (w *RTimeWheel) RemoveTask(ctx context.Context, key string, executeAt time.Time) error {
-	return errors.New("stub")
+// now is the wheel's clock: the configured one, corrected toward Redis's
+// clock when ours runs ahead of it.
+func (w *RTimeWheel) now() time.Time {
+	t := w.cfg.now()
+	if off := w.clockOffset.Load(); off < 0 {
+		t = t.Add(time.Duration(off))
+	}
+	return t
 }
 
-// GetTask returns the task under key.
-func (w *RTimeWheel) GetTask(ctx context.Context, key string) (*TaskInfo, error) {
-	return nil, errors.New("stub")
+// storeErr wraps an error from Redis with context, marking unavailability.
+func storeErr(op string, err error) error {
+	if redisclient.IsUnavailable(err) {
+		return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
 }
 
-// DeadLetters lists dead letters, newest first.
-func (w *RTimeWheel) DeadLetters(ctx context.Context, limit int) ([]TaskInfo, error) {
-	return nil, errors.New("stub")
+// ensureWatermark creates the shared watermark at the current minute when
+// it does not exist yet, so that no worker starts scanning after the first
+// tasks. It runs once per handle.
+func (w *RTimeWheel) ensureWatermark(ctx context.Context) error {
+	if w.watermarkSet.Load() {
+		return nil
+	}
+	minute := util.EpochMinute(util.Millis(w.now())) - 1
+	if _, err := w.redis.Do(ctx, "SET", w.keys.Watermark(), minute, "NX"); err != nil {
+		return storeErr("create watermark", err)
+	}
+	w.watermarkSet.Store(true)
+	return nil
 }
 
-// RetryDeadLetter schedules a dead letter again now with its attempts reset.
-func (w *RTimeWheel) RetryDeadLetter(ctx context.Context, key string) error {
-	return errors.New("stub")
-}
-
-// DeleteDeadLetter deletes a dead letter.
-func (w *RTimeWheel) DeleteDeadLetter(ctx context.Context, key string) error {
-	return errors.New("stub")
+func (w *RTimeWheel) slice(minute int64, shard int) []string {
+	return w.keys.Slice(minute, shard).List()
 }
 
 // InFlight returns the callbacks in flight now.
-func (w *RTimeWheel) InFlight() int { return 0 }
+func (w *RTimeWheel) InFlight() int {
+	if w.worker == nil {
+		return 0
+	}
+	return int(w.worker.inFlight.Load())
+}
 
-// Stop stops the worker.
-func (w *RTimeWheel) Stop() {}
+// Stop stops the worker: it stops pulling, hands the tasks it pulled but
+// has not fired back to Redis, due at their own time, and waits for the
+// callbacks in flight (each bounded by its timeout) and their outcomes to be
+// recorded. Calls after the first return at once. After Stop, every method
+// returns ErrStopped.
+func (w *RTimeWheel) Stop() {
+	w.stopOnce.Do(func() {
+		w.stopped.Store(true)
+		if w.worker != nil {
+			w.worker.stop(true)
+		}
+	})
+}
+
+func (w *RTimeWheel) checkStopped(op string) error {
+	if w.stopped.Load() {
+		return fmt.Errorf("%s: %w", op, ErrStopped)
+	}
+	return nil
+}

@@ -1,0 +1,74 @@
+// Package lua holds the Redis Lua scripts of rtimewheel, one .lua file each,
+// embedded into the binary. Each file starts with a header naming its KEYS,
+// ARGV and reply; every script touches keys of a single hash tag, so it runs
+// on one Redis Cluster slot.
+package lua
+
+import (
+	_ "embed"
+
+	"github.com/rtimewheel/rtimewheel/redisclient"
+)
+
+var (
+	//go:embed add.lua
+	addSource string
+	//go:embed pull.lua
+	pullSource string
+	//go:embed remove.lua
+	removeSource string
+	//go:embed retry.lua
+	retrySource string
+	//go:embed handback.lua
+	handbackSource string
+	//go:embed index_swap.lua
+	indexSwapSource string
+	//go:embed index_cas.lua
+	indexCASSource string
+	//go:embed dead_put.lua
+	deadPutSource string
+	//go:embed dead_take.lua
+	deadTakeSource string
+	//go:embed dead_list.lua
+	deadListSource string
+	//go:embed watermark.lua
+	watermarkSource string
+)
+
+// Scripts are the wheel's scripts, ready to run. See each .lua file for its
+// KEYS, ARGV and reply.
+type Scripts struct {
+	Add       *redisclient.Script // schedule tasks in a slice
+	Pull      *redisclient.Script // lease due tasks of a slice, take over expired leases, drain
+	Remove    *redisclient.Script // remove a task's entry from a slice
+	Retry     *redisclient.Script // schedule the next attempt of a failed task
+	Handback  *redisclient.Script // return unfired leased tasks on shutdown
+	IndexSwap *redisclient.Script // set or delete a key's location, returning the old one
+	IndexCAS  *redisclient.Script // set or delete a key's location if its version matches
+	DeadPut   *redisclient.Script // store a dead letter
+	DeadTake  *redisclient.Script // remove and return a dead letter
+	DeadList  *redisclient.Script // list dead letters, newest first
+	Watermark *redisclient.Script // advance the drain watermark
+}
+
+// New returns the scripts.
+func New() *Scripts {
+	return &Scripts{
+		Add:       redisclient.NewScript("add", addSource),
+		Pull:      redisclient.NewScript("pull", pullSource),
+		Remove:    redisclient.NewScript("remove", removeSource),
+		Retry:     redisclient.NewScript("retry", retrySource),
+		Handback:  redisclient.NewScript("handback", handbackSource),
+		IndexSwap: redisclient.NewScript("index_swap", indexSwapSource),
+		IndexCAS:  redisclient.NewScript("index_cas", indexCASSource),
+		DeadPut:   redisclient.NewScript("dead_put", deadPutSource),
+		DeadTake:  redisclient.NewScript("dead_take", deadTakeSource),
+		DeadList:  redisclient.NewScript("dead_list", deadListSource),
+		Watermark: redisclient.NewScript("watermark", watermarkSource),
+	}
+}
+
+// All returns every script, for loading ahead of use and for tests.
+func (s *Scripts) All() []*redisclient.Script {
+	return []*redisclient.Script{s.Add, s.Pull, s.Remove, s.Retry, s.Handback, s.IndexSwap, s.IndexCAS, s.DeadPut, s.DeadTake, s.DeadList, s.Watermark}
+}

@@ -1,0 +1,219 @@
+package rtimewheel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cast"
+
+	"github.com/rtimewheel/rtimewheel/redisclient"
+	"github.com/rtimewheel/rtimewheel/util"
+)
+
+// AddTask schedules task under key for executeAt; a time in the past means
+// now. A task already scheduled, retrying or dead under key is replaced:
+// one key, at most one task. AddTask returns an error matching
+// ErrInvalidTask (naming the field) without writing anything when the task
+// is invalid, and one matching ErrUnavailable when Redis cannot be reached;
+// it blocks at most until ctx is done or Redis's dial and read timeouts.
+func (w *RTimeWheel) AddTask(ctx context.Context, key string, task *RTaskElement, executeAt time.Time) error {
+	err := w.AddTasks(ctx, []TaskAt{{Key: key, Task: task, ExecuteAt: executeAt}})
+	var batch *BatchError
+	if errors.As(err, &batch) {
+		err = batch.Errs[0]
+	}
+	if err != nil {
+		return fmt.Errorf("add task %q: %w", key, err)
+	}
+	return nil
+}
+
+// pendingAdd is one valid task of a batch on its way into Redis.
+type pendingAdd struct {
+	item    int // index in the caller's batch
+	task    *storedTask
+	version string
+	loc     location
+	encoded string
+}
+
+// AddTasks schedules a batch of tasks, as AddTask does for one, in one
+// round trip to Redis per slice touched plus one for the index (pipelined,
+// so on a standalone Redis the whole batch is one round trip, and a second
+// only when tasks are replaced). Invalid items are not written and do not
+// stop the others. When any item fails, the error is a *BatchError whose
+// Errs has one entry per item, nil for those stored; a later item with the
+// same key as an earlier one replaces it.
+func (w *RTimeWheel) AddTasks(ctx context.Context, items []TaskAt) error {
+	if err := w.checkStopped("add tasks"); err != nil {
+		return err
+	}
+	errs := make([]error, len(items))
+	failed := false
+	fail := func(i int, err error) {
+		errs[i] = err
+		failed = true
+	}
+	now := util.Millis(w.now())
+	last := make(map[string]int, len(items)) // key -> index in adds
+	adds := make([]pendingAdd, 0, len(items))
+	for i, it := range items {
+		t, err := newStoredTask(it.Key, it.Task)
+		if err != nil {
+			fail(i, err)
+			continue
+		}
+		due := now
+		if !it.ExecuteAt.IsZero() {
+			due = max(util.CeilMillis(it.ExecuteAt), now)
+		}
+		t.ScheduledMs, t.DueMs = due, due
+		v := newVersion()
+		encoded, err := encodeTask(v, t)
+		if err != nil {
+			fail(i, err)
+			continue
+		}
+		p := pendingAdd{item: i, task: t, version: v, encoded: encoded,
+			loc: location{version: v, minute: util.EpochMinute(due), shard: util.Shard(it.Key, w.cfg.shards)}}
+		if j, dup := last[it.Key]; dup {
+			adds[j] = p // the later item wins; the earlier counts as stored
+			continue
+		}
+		last[it.Key] = len(adds)
+		adds = append(adds, p)
+	}
+	if len(adds) > 0 {
+		if err := w.ensureWatermark(ctx); err != nil {
+			for _, p := range adds {
+				fail(p.item, err)
+			}
+		} else {
+			for _, p := range w.writeAdds(ctx, adds) {
+				fail(p.item, p.err)
+			}
+		}
+	}
+	if failed {
+		// Items superseded by a later duplicate share its fate.
+		for i, it := range items {
+			if errs[i] == nil {
+				if j, ok := last[it.Key]; ok && adds[j].item != i {
+					errs[i] = errs[adds[j].item]
+				}
+			}
+		}
+		return &BatchError{Errs: errs}
+	}
+	return nil
+}
+
+type addFailure struct {
+	item int
+	err  error
+}
+
+// writeAdds writes the slices and the index in one pipeline, then removes
+// the older entries of replaced keys that lived in another slice: the new
+// entry first, the old after, so a crash in between may fire a task twice
+// but never loses it.
+func (w *RTimeWheel) writeAdds(ctx context.Context, adds []pendingAdd) []addFailure {
+	type sliceID struct {
+		minute int64
+		shard  int
+	}
+	bySlice := make(map[sliceID][]int) // slice -> indexes in adds
+	var order []sliceID
+	for i, p := range adds {
+		id := sliceID{p.loc.minute, p.loc.shard}
+		if _, ok := bySlice[id]; !ok {
+			order = append(order, id)
+		}
+		bySlice[id] = append(bySlice[id], i)
+	}
+	calls := make([]redisclient.ScriptCall, 0, len(order)+len(adds))
+	for _, id := range order {
+		members := bySlice[id]
+		args := make([]any, 0, 3*len(members))
+		for _, i := range members {
+			args = append(args, adds[i].task.Key, adds[i].task.DueMs, adds[i].encoded)
+		}
+		calls = append(calls, redisclient.ScriptCall{Script: w.scripts.Add, Keys: w.slice(id.minute, id.shard), Args: args})
+	}
+	for _, p := range adds {
+		calls = append(calls, redisclient.ScriptCall{Script: w.scripts.IndexSwap,
+			Keys: []string{w.keys.Index(p.task.Key)}, Args: []any{p.task.Key, p.loc.String()}})
+	}
+	replies, err := w.redis.EvalBatch(ctx, calls)
+	var failures []addFailure
+	if err != nil {
+		err = storeErr("write tasks", err)
+		for _, p := range adds {
+			failures = append(failures, addFailure{p.item, err})
+		}
+		return failures
+	}
+	sliceFailed := make(map[int]error) // index in adds -> error
+	for n, id := range order {
+		if replies[n].Err != nil {
+			for _, i := range bySlice[id] {
+				sliceFailed[i] = storeErr("write slice", replies[n].Err)
+			}
+		}
+	}
+	var cleanup []redisclient.ScriptCall
+	for i, p := range adds {
+		reply := replies[len(order)+i]
+		switch {
+		case sliceFailed[i] != nil:
+			failures = append(failures, addFailure{p.item, sliceFailed[i]})
+			continue
+		case reply.Err != nil:
+			failures = append(failures, addFailure{p.item, storeErr("write index", reply.Err)})
+			continue
+		case reply.Value == nil:
+			continue // a new key
+		}
+		old, err := parseLocation(cast.ToString(reply.Value))
+		if err != nil {
+			w.log.Warn("rtimewheel: ignoring a malformed index entry", "key", p.task.Key, "error", err)
+			continue
+		}
+		if call, ok := w.clearOld(p, old); ok {
+			cleanup = append(cleanup, call)
+		}
+	}
+	if len(cleanup) > 0 {
+		// The new entries are stored; failing to clear an old one can only
+		// make it fire once more, so report it in the log, not to the caller.
+		replies, err := w.redis.EvalBatch(ctx, cleanup)
+		if err == nil {
+			for _, r := range replies {
+				if r.Err != nil {
+					err = r.Err
+				}
+			}
+		}
+		if err != nil {
+			w.log.Warn("rtimewheel: could not remove the older entries of replaced tasks; they may fire once more", "error", err)
+		}
+	}
+	return failures
+}
+
+// clearOld returns the call that removes a replaced key's older entry, if
+// it lives elsewhere than the new one (in the same slice, add.lua has
+// overwritten it already).
+func (w *RTimeWheel) clearOld(p pendingAdd, old location) (redisclient.ScriptCall, bool) {
+	if old.dead {
+		return redisclient.ScriptCall{Script: w.scripts.DeadTake, Keys: w.keys.Dead().List(),
+			Args: []any{p.task.Key, old.version}}, true
+	}
+	if old.minute == p.loc.minute && old.shard == p.loc.shard {
+		return redisclient.ScriptCall{}, false
+	}
+	return redisclient.ScriptCall{Script: w.scripts.Remove, Keys: w.slice(old.minute, old.shard),
+		Args: []any{p.task.Key, old.version, "0"}}, true
+}
