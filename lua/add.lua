@@ -4,19 +4,31 @@
 -- KEYS[2]  slice body   hash  task key -> versioned task
 -- KEYS[3]  slice lease  zset  task key -> lease deadline (ms)
 -- KEYS[4]  slice del    set   tombstones
--- ARGV     triples: task key, due time (ms), versioned task
+-- ARGV     triples: task key, due time (ms), versioned task; a key appears
+--          at most once
 --
 -- A fresh add clears the key's tombstone and any lease of an older version in
 -- this slice, so an in-flight older version can no longer ack or retry here.
+-- Commands are issued in bulk, four per call whatever the batch size.
 --
 -- Reply: integer, the number of tasks written.
-local n = 0
-for i = 1, #ARGV, 3 do
-  local key = ARGV[i]
-  redis.call('SREM', KEYS[4], key)
-  redis.call('ZREM', KEYS[3], key)
-  redis.call('ZADD', KEYS[1], ARGV[i + 1], key)
-  redis.call('HSET', KEYS[2], key, ARGV[i + 2])
-  n = n + 1
+local function bulk(cmd, key, args)
+  for i = 1, #args, 1000 do
+    redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
+  end
 end
-return n
+
+local keys, scores, bodies = {}, {}, {}
+for i = 1, #ARGV, 3 do
+  keys[#keys + 1] = ARGV[i]
+  scores[#scores + 1] = ARGV[i + 1]
+  scores[#scores + 1] = ARGV[i]
+  bodies[#bodies + 1] = ARGV[i]
+  bodies[#bodies + 1] = ARGV[i + 2]
+end
+if #keys == 0 then return 0 end
+bulk('SREM', KEYS[4], keys)
+bulk('ZREM', KEYS[3], keys)
+bulk('ZADD', KEYS[1], scores)
+bulk('HSET', KEYS[2], bodies)
+return #keys

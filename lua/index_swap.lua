@@ -1,15 +1,19 @@
--- index_swap.lua: point a task key at its new location, or forget it, and
--- return where it was.
+-- index_swap.lua: point task keys of one index bucket at their new
+-- locations, or forget them, and return where they were.
 --
 -- KEYS[1]  index hash  task key -> location "version|state|minute|shard"
--- ARGV[1]  task key
--- ARGV[2]  new location, or "" to delete the entry
+-- ARGV     pairs: task key, new location or "" to delete the entry
 --
--- Reply: bulk string, the previous location, or nil when there was none.
-local old = redis.call('HGET', KEYS[1], ARGV[1])
-if ARGV[2] == '' then
-  redis.call('HDEL', KEYS[1], ARGV[1])
-else
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+-- Reply: array with one element per pair: the previous location, or false
+-- (nil) when there was none.
+local out = {}
+for i = 1, #ARGV, 2 do
+  local old = redis.call('HGET', KEYS[1], ARGV[i])
+  if ARGV[i + 1] == '' then
+    redis.call('HDEL', KEYS[1], ARGV[i])
+  else
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  end
+  out[#out + 1] = old
 end
-return old
+return out

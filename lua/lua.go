@@ -13,6 +13,8 @@ import (
 var (
 	//go:embed add.lua
 	addSource string
+	//go:embed ack.lua
+	ackSource string
 	//go:embed pull.lua
 	pullSource string
 	//go:embed remove.lua
@@ -40,11 +42,12 @@ var (
 type Scripts struct {
 	Add       *redisclient.Script // schedule tasks in a slice
 	Pull      *redisclient.Script // lease due tasks of a slice, take over expired leases, drain
+	Ack       *redisclient.Script // forget delivered tasks of a slice
 	Remove    *redisclient.Script // remove a task's entry from a slice
 	Retry     *redisclient.Script // schedule the next attempt of a failed task
 	Handback  *redisclient.Script // return unfired leased tasks on shutdown
-	IndexSwap *redisclient.Script // set or delete a key's location, returning the old one
-	IndexCAS  *redisclient.Script // set or delete a key's location if its version matches
+	IndexSwap *redisclient.Script // set or delete keys' locations, returning the old ones
+	IndexCAS  *redisclient.Script // set or delete keys' locations if their versions match
 	DeadPut   *redisclient.Script // store a dead letter
 	DeadTake  *redisclient.Script // remove and return a dead letter
 	DeadList  *redisclient.Script // list dead letters, newest first
@@ -56,6 +59,7 @@ func New() *Scripts {
 	return &Scripts{
 		Add:       redisclient.NewScript("add", addSource),
 		Pull:      redisclient.NewScript("pull", pullSource),
+		Ack:       redisclient.NewScript("ack", ackSource),
 		Remove:    redisclient.NewScript("remove", removeSource),
 		Retry:     redisclient.NewScript("retry", retrySource),
 		Handback:  redisclient.NewScript("handback", handbackSource),
@@ -70,5 +74,5 @@ func New() *Scripts {
 
 // All returns every script, for loading ahead of use and for tests.
 func (s *Scripts) All() []*redisclient.Script {
-	return []*redisclient.Script{s.Add, s.Pull, s.Remove, s.Retry, s.Handback, s.IndexSwap, s.IndexCAS, s.DeadPut, s.DeadTake, s.DeadList, s.Watermark}
+	return []*redisclient.Script{s.Add, s.Pull, s.Ack, s.Remove, s.Retry, s.Handback, s.IndexSwap, s.IndexCAS, s.DeadPut, s.DeadTake, s.DeadList, s.Watermark}
 }

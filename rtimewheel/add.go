@@ -40,7 +40,7 @@ type pendingAdd struct {
 }
 
 // AddTasks schedules a batch of tasks, as AddTask does for one, in one
-// round trip to Redis per slice touched plus one for the index (pipelined,
+// round trip to Redis per slice touched plus one per index bucket (pipelined,
 // so on a standalone Redis the whole batch is one round trip, and a second
 // only when tasks are replaced). Invalid items are not written and do not
 // stop the others. When any item fails, the error is a *BatchError whose
@@ -142,9 +142,20 @@ func (w *RTimeWheel) writeAdds(ctx context.Context, adds []pendingAdd) []addFail
 		}
 		calls = append(calls, redisclient.ScriptCall{Script: w.scripts.Add, Keys: w.slice(id.minute, id.shard), Args: args})
 	}
-	for _, p := range adds {
-		calls = append(calls, redisclient.ScriptCall{Script: w.scripts.IndexSwap,
-			Keys: []string{w.keys.Index(p.task.Key)}, Args: []any{p.task.Key, p.loc.String()}})
+	// One index call per bucket; indexOf[i] finds adds[i]'s old location.
+	type slot struct{ call, pos int }
+	indexOf := make([]slot, len(adds))
+	byBucket := make(map[string]int) // index key -> position in calls
+	for i, p := range adds {
+		bucket := w.keys.Index(p.task.Key)
+		n, ok := byBucket[bucket]
+		if !ok {
+			n = len(calls)
+			byBucket[bucket] = n
+			calls = append(calls, redisclient.ScriptCall{Script: w.scripts.IndexSwap, Keys: []string{bucket}})
+		}
+		indexOf[i] = slot{n, len(calls[n].Args) / 2}
+		calls[n].Args = append(calls[n].Args, p.task.Key, p.loc.String())
 	}
 	replies, err := w.redis.EvalBatch(ctx, calls)
 	var failures []addFailure
@@ -165,7 +176,11 @@ func (w *RTimeWheel) writeAdds(ctx context.Context, adds []pendingAdd) []addFail
 	}
 	var cleanup []redisclient.ScriptCall
 	for i, p := range adds {
-		reply := replies[len(order)+i]
+		reply := replies[indexOf[i].call]
+		var previous any
+		if olds := cast.ToSlice(reply.Value); indexOf[i].pos < len(olds) {
+			previous = olds[indexOf[i].pos]
+		}
 		switch {
 		case sliceFailed[i] != nil:
 			failures = append(failures, addFailure{p.item, sliceFailed[i]})
@@ -173,10 +188,10 @@ func (w *RTimeWheel) writeAdds(ctx context.Context, adds []pendingAdd) []addFail
 		case reply.Err != nil:
 			failures = append(failures, addFailure{p.item, storeErr("write index", reply.Err)})
 			continue
-		case reply.Value == nil:
+		case previous == nil:
 			continue // a new key
 		}
-		old, err := parseLocation(cast.ToString(reply.Value))
+		old, err := parseLocation(cast.ToString(previous))
 		if err != nil {
 			w.log.Warn("rtimewheel: ignoring a malformed index entry", "key", p.task.Key, "error", err)
 			continue

@@ -110,19 +110,11 @@ func (wk *worker) backoff(attempt int, retryAfter time.Duration) time.Duration {
 	return min(max(d, retryAfter), cfg.maxBackoff)
 }
 
-// ack removes a delivered task: its slice entry (only the version this
-// worker pulled), then its index entry (only if it still names that
-// version). Slice and index go in one pipeline.
+// ack forgets a delivered task through the completer, which batches acks:
+// its slice entry (only the version this worker pulled), then its index
+// entry (only if it still names that version).
 func (wk *worker) ack(ctx context.Context, it *leased) (Outcome, error) {
-	w := wk.w
-	replies, err := w.redis.EvalBatch(ctx, []redisclient.ScriptCall{
-		{Script: w.scripts.Remove, Keys: w.slice(it.minute, it.shard), Args: []any{it.key, it.version, "0"}},
-		{Script: w.scripts.IndexCAS, Keys: []string{w.keys.Index(it.key)}, Args: []any{it.key, it.version, ""}},
-	})
-	if err = batchErr("ack", replies, err); err != nil {
-		return OutcomeDelivered, err
-	}
-	return OutcomeDelivered, nil
+	return OutcomeDelivered, wk.completer.ack(ctx, it)
 }
 
 // retry schedules the next attempt at next (Unix ms). Within the slice the
@@ -191,11 +183,11 @@ func (wk *worker) bury(ctx context.Context, it *leased, res httpclient.Result) (
 // version or none, undo takes the new place back.
 func (wk *worker) moveIndex(ctx context.Context, it *leased, to location, outcome Outcome, undo redisclient.ScriptCall) (Outcome, error) {
 	w := wk.w
-	moved, err := w.redis.Eval(ctx, w.scripts.IndexCAS, []string{w.keys.Index(it.key)}, it.key, it.version, to.String())
+	moved, err := w.indexCAS(ctx, it.key, it.version, to.String())
 	if err != nil {
 		return outcome, storeErr("move index", err)
 	}
-	if cast.ToInt(moved) == 0 {
+	if !moved {
 		if _, err := w.redis.Eval(ctx, undo.Script, undo.Keys, undo.Args...); err != nil {
 			return OutcomeDropped, storeErr("undo", err)
 		}
@@ -221,18 +213,6 @@ func (wk *worker) removePulled(ctx context.Context, it *leased) (any, error) {
 		return nil, storeErr("remove pulled entry", err)
 	}
 	return reply, nil
-}
-
-func batchErr(op string, replies []redisclient.Reply, err error) error {
-	if err != nil {
-		return storeErr(op, err)
-	}
-	for _, r := range replies {
-		if r.Err != nil {
-			return storeErr(op, r.Err)
-		}
-	}
-	return nil
 }
 
 func failureText(res httpclient.Result) string {

@@ -3,7 +3,6 @@ package rtimewheel
 import (
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // Sentinel errors callers branch on with errors.Is.
@@ -47,13 +46,19 @@ type BatchError struct {
 }
 
 func (e *BatchError) Error() string {
-	var failed []string
+	failed, first := 0, -1
 	for i, err := range e.Errs {
 		if err != nil {
-			failed = append(failed, fmt.Sprintf("item %d: %v", i, err))
+			failed++
+			if first < 0 {
+				first = i
+			}
 		}
 	}
-	return fmt.Sprintf("add tasks: %d of %d failed: %s", len(failed), len(e.Errs), strings.Join(failed, "; "))
+	if failed == 0 {
+		return "add tasks: no item failed"
+	}
+	return fmt.Sprintf("add tasks: %d of %d failed; item %d: %v", failed, len(e.Errs), first, e.Errs[first])
 }
 
 // Unwrap returns the item errors, so errors.Is looks through them.

@@ -25,9 +25,13 @@ func (w *RTimeWheel) RemoveTask(ctx context.Context, key string, executeAt time.
 	if err := validKey(key); err != nil {
 		return fmt.Errorf("remove task: %w", err)
 	}
-	reply, err := w.redis.Eval(ctx, w.scripts.IndexSwap, []string{w.keys.Index(key)}, key, "")
+	olds, err := w.redis.Eval(ctx, w.scripts.IndexSwap, []string{w.keys.Index(key)}, key, "")
 	if err != nil {
 		return storeErr(fmt.Sprintf("remove task %q", key), err)
+	}
+	var reply any
+	if list := cast.ToSlice(olds); len(list) == 1 {
+		reply = list[0]
 	}
 	var call redisclient.ScriptCall
 	switch {
@@ -175,8 +179,8 @@ func (w *RTimeWheel) RetryDeadLetter(ctx context.Context, key string) error {
 	if _, err := w.redis.Eval(ctx, w.scripts.Add, w.slice(loc.minute, loc.shard), key, now, encoded); err != nil {
 		return storeErr(fmt.Sprintf("retry dead letter %q", key), err)
 	}
-	moved, err := w.redis.Eval(ctx, w.scripts.IndexCAS, []string{w.keys.Index(key)}, key, oldVersion, loc.String())
-	if err == nil && cast.ToInt(moved) == 0 {
+	moved, err := w.indexCAS(ctx, key, oldVersion, loc.String())
+	if err == nil && !moved {
 		err = ErrNotFound // deleted, retried or replaced meanwhile
 	}
 	if err != nil {
@@ -213,7 +217,7 @@ func (w *RTimeWheel) DeleteDeadLetter(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("delete dead letter %q: %w", key, err)
 	}
-	if _, err := w.redis.Eval(ctx, w.scripts.IndexCAS, []string{w.keys.Index(key)}, key, version, ""); err != nil {
+	if _, err := w.indexCAS(ctx, key, version, ""); err != nil {
 		return storeErr(fmt.Sprintf("delete dead letter %q", key), err)
 	}
 	return nil

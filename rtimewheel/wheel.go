@@ -54,11 +54,29 @@ func NewRTimeWheel(redisClient RedisClient, httpClient CallbackClient, opts ...O
 		scripts: lua.New(),
 		log:     cfg.logger,
 	}
+	w.loadScripts()
 	if cfg.worker {
 		w.worker = newWorker(w)
 		w.worker.start()
 	}
 	return w
+}
+
+// loadScripts loads the scripts into Redis ahead of use, when the client
+// can, so that the first batches run by EVALSHA in the order sent. Failure
+// is harmless: a NOSCRIPT reply makes the client load them on demand.
+func (w *RTimeWheel) loadScripts() {
+	loader, ok := w.redis.(interface {
+		LoadScripts(ctx context.Context, scripts ...*redisclient.Script) error
+	})
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := loader.LoadScripts(ctx, w.scripts.All()...); err != nil {
+		w.log.Warn("rtimewheel: could not load scripts ahead of use", "error", err)
+	}
 }
 
 // sanitize replaces out-of-range options by their defaults, logging each.

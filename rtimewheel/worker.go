@@ -80,6 +80,7 @@ type worker struct {
 	mu         sync.Mutex
 	queue      dueQueue
 	lastClockC time.Time
+	completer  *completer
 }
 
 func newWorker(w *RTimeWheel) *worker {
@@ -90,6 +91,7 @@ func newWorker(w *RTimeWheel) *worker {
 }
 
 func (wk *worker) start() {
+	wk.completer = newCompleter(wk.w)
 	wk.loops.Add(2)
 	go wk.pullLoop()
 	go wk.dispatch()
@@ -113,6 +115,7 @@ func (wk *worker) stop(graceful bool) {
 		wk.handBack()
 	}
 	wk.pool.Wait()
+	wk.completer.close()
 }
 
 func (wk *worker) pullLoop() {
@@ -187,14 +190,14 @@ type sliceRef struct {
 	shard  int
 }
 
-// pullAll takes every task due up to one tick and a half ahead from the
+// pullAll takes every task due up to two ticks ahead from the
 // slices between the watermark and that horizon, queues them for firing,
 // and moves the watermark past the minutes found drained. It returns how
 // many tasks it took.
 func (wk *worker) pullAll(ctx context.Context) (int, error) {
 	w := wk.w
 	now := util.Millis(w.now())
-	horizon := now + (w.cfg.tick + w.cfg.tick/2).Milliseconds()
+	horizon := now + 2*w.cfg.tick.Milliseconds()
 	if err := w.ensureWatermark(ctx); err != nil {
 		return 0, err
 	}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package rtimewheel_test
+
+const raceEnabled = false
