@@ -205,6 +205,12 @@ func (wk *worker) pullAll(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, storeErr("read watermark", err)
 	}
+	if reply == nil {
+		// Deleted behind our back (a flush): create it again next tick
+		// rather than scan from the epoch.
+		w.watermarkSet.Store(false)
+		return 0, nil
+	}
 	first := cast.ToInt64(cast.ToString(reply))
 	last := util.EpochMinute(horizon)
 	finalBefore := util.EpochMinute(now - drainGrace.Milliseconds())
