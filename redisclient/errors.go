@@ -22,7 +22,8 @@ import (
 //   - context.DeadlineExceeded: Redis (or a free pooled connection) did not
 //     come within the deadline, while dialing or waiting for a reply;
 //   - the pool being exhausted or closed (redis.ErrPoolExhausted, ErrClosed);
-//   - server errors that mean "cannot serve now": LOADING, BUSY, MASTERDOWN,
+//   - server errors that mean "cannot serve now": OOM (maxmemory reached
+//     under noeviction: nothing was written), LOADING, BUSY, MASTERDOWN,
 //     CLUSTERDOWN, TRYAGAIN, READONLY and "ERR max number of clients
 //     reached".
 //
@@ -69,7 +70,7 @@ func IsUnavailable(err error) bool {
 func unavailableReply(msg string) bool {
 	code, _, _ := strings.Cut(msg, " ")
 	switch code {
-	case "LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY":
+	case "LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY", "OOM":
 		return true
 	}
 	return strings.HasPrefix(msg, "ERR max number of clients reached")

@@ -679,6 +679,7 @@ func TestIsUnavailable(t *testing.T) {
 		{redis.Error("CLUSTERDOWN The cluster is down"), true},
 		{redis.Error("TRYAGAIN Multiple keys request during rehashing of slot"), true},
 		{redis.Error("READONLY You can't write against a read only replica."), true},
+		{redis.Error("OOM command not allowed when used memory > 'maxmemory'."), true},
 		{redis.Error("ERR max number of clients reached"), true},
 	} {
 		if got := IsUnavailable(tc.err); got != tc.want {
