@@ -32,6 +32,8 @@ const (
 	batchTimeout = 30 * time.Second
 	// maxPullBackoff caps the wait between pulls while Redis fails.
 	maxPullBackoff = 5 * time.Second
+	// pullTimeout bounds one pull, all its round trips included.
+	pullTimeout = 30 * time.Second
 	// clockCheckEvery is how often the worker measures its clock against
 	// Redis's.
 	clockCheckEvery = 30 * time.Second
@@ -127,14 +129,17 @@ func (wk *worker) pullLoop() {
 	for {
 		wk.checkClock()
 		start := time.Now()
-		n, err := wk.pullAll(wk.loopCtx)
+		// A pull runs to its end even when Stop comes meanwhile: cut off
+		// after Redis ran it, its tasks would stay leased by nobody until
+		// the lease ends. Stop only interrupts the wait between pulls.
+		pullCtx, cancel := context.WithTimeout(context.Background(), pullTimeout)
+		n, err := wk.pullAll(pullCtx)
+		cancel()
 		if hook := wk.w.cfg.onPull; hook != nil {
 			hook(PullEvent{Tasks: n, Duration: time.Since(start), Err: err})
 		}
 		wait := time.Duration(0)
 		switch {
-		case err != nil && wk.loopCtx.Err() != nil:
-			return
 		case err != nil:
 			failures++
 			wait = min(wk.w.cfg.tick<<min(failures, 16), maxPullBackoff)
