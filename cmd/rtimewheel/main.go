@@ -3,7 +3,7 @@
 //	rtimewheel serve [flags]          run the HTTP API and/or a worker
 //	rtimewheel add|get|remove|dlq ... talk to a running server's HTTP API
 //
-// /work/shared/API.md (the external contract) and docs/service.md describe
+// API.md (the external contract) and README.md describe
 // every flag, environment variable and endpoint.
 package main
 

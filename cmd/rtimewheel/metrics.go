@@ -10,7 +10,7 @@ import (
 	"github.com/rtimewheel/rtimewheel/rtimewheel"
 )
 
-// Names of the service's metrics (docs/service.md lists them).
+// Names of the service's metrics (README.md lists them).
 const (
 	metricTasksAdded       = "rtimewheel_tasks_added_total"
 	metricTasksRemoved     = "rtimewheel_tasks_removed_total"
