@@ -121,15 +121,20 @@ func TestEveryScriptCallStaysInOneSlot(t *testing.T) {
 	if err := w.DeleteDeadLetter(ctx, "fails"); err != nil {
 		t.Fatal(err)
 	}
-	// A wheel stopping with tasks pulled but not fired hands them back.
-	stopping := e.wheel(newHTTP(), rtimewheel.WithTick(20*time.Millisecond))
-	mustAdd(t, stopping, "later", task(recv.url(), nil), time.Now().Add(1500*time.Millisecond))
+	// A wheel stopping with tasks pulled but not fired hands them back. Its
+	// 2 s tick pulls "later" (due in 3 s) at once, while w's 20 ms tick
+	// cannot reach it yet.
+	stopping := e.wheel(newHTTP(), rtimewheel.WithTick(2*time.Second))
+	mustAdd(t, stopping, "later", task(recv.url(), nil), time.Now().Add(3*time.Second))
 	e.waitFor(t, 5*time.Second, "later to be leased", func() bool { return e.leased() == 1 })
-	w.Stop()
 	stopping.Stop()
 	if e.leased() != 0 {
 		t.Fatal("stop did not hand back the pulled task")
 	}
+	if info, err := w.GetTask(ctx, "later"); err != nil || info.State != rtimewheel.StateScheduled {
+		t.Fatalf("handed-back task = %+v, %v; want it scheduled", info, err)
+	}
+	w.Stop()
 
 	// A worker ten minutes on drains the past minutes and moves the
 	// watermark.
