@@ -45,6 +45,12 @@ func prepareE2E() (cleanup func()) {
 		e2eSkip = "process-level test skipped with -short"
 		return func() {}
 	}
+	if raceEnabled {
+		// They time real (uninstrumented) processes against a receiver in
+		// this test binary; the race detector's cost would be measured.
+		e2eSkip = "process-level test skipped under -race: it measures timing (.ci/run runs it without -race)"
+		return func() {}
+	}
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		e2eSkip = "process-level test skipped: redis-server is not on PATH (.ci/run installs it)"
 		return func() {}
