@@ -28,40 +28,64 @@ func TestThreeWheelsFireEachTaskOnceOnTime(t *testing.T) {
 		// CPU; on 2 cores the same burst would measure the detector.
 		spread = 10 * time.Second
 	}
-	start := time.Now().Add(1500 * time.Millisecond).Truncate(time.Millisecond)
-	due := make(map[string]time.Time, n)
-	batch := make([]rtimewheel.TaskAt, 0, n)
-	for i := range n {
-		key := fmt.Sprintf("task-%04d", i)
-		at := start.Add(time.Duration(i) * spread / n).Truncate(time.Millisecond)
-		due[key] = at
-		batch = append(batch, rtimewheel.TaskAt{Key: key, Task: task(recv.url(), map[string]int{"i": i}), ExecuteAt: at})
-	}
-	if err := client.AddTasks(context.Background(), batch); err != nil {
-		t.Fatalf("AddTasks: %v", err)
-	}
-	got := recv.waitCount(t, n, 30*time.Second)
-
-	seen := map[string]int{}
-	var lateness []time.Duration
-	for _, r := range got {
-		seen[r.key]++
-		late := r.at.Sub(due[r.key])
-		if late < 0 {
-			t.Errorf("%s fired %v early", r.key, -late)
+	// burst schedules n tasks due over spread and returns the lateness of
+	// each, sorted, after checking each fired exactly once and never early.
+	burst := func(round int) []time.Duration {
+		start := time.Now().Add(1500 * time.Millisecond).Truncate(time.Millisecond)
+		due := make(map[string]time.Time, n)
+		batch := make([]rtimewheel.TaskAt, 0, n)
+		for i := range n {
+			key := fmt.Sprintf("r%d-task-%04d", round, i)
+			at := start.Add(time.Duration(i) * spread / n).Truncate(time.Millisecond)
+			due[key] = at
+			batch = append(batch, rtimewheel.TaskAt{Key: key, Task: task(recv.url(), map[string]int{"i": i}), ExecuteAt: at})
 		}
-		lateness = append(lateness, late)
-	}
-	for key := range due {
-		if seen[key] != 1 {
-			t.Errorf("%s fired %d times, want 1", key, seen[key])
+		if err := client.AddTasks(context.Background(), batch); err != nil {
+			t.Fatalf("AddTasks: %v", err)
 		}
+		inRound := func(got []received) []received {
+			var mine []received
+			for _, r := range got {
+				if _, ok := due[r.key]; ok {
+					mine = append(mine, r)
+				}
+			}
+			return mine
+		}
+		got := inRound(recv.waitUntil(t, spread+30*time.Second, fmt.Sprintf("%d callbacks", n),
+			func(got []received) bool { return len(inRound(got)) >= n }))
+		seen := map[string]int{}
+		var lateness []time.Duration
+		for _, r := range got {
+			seen[r.key]++
+			late := r.at.Sub(due[r.key])
+			if late < 0 {
+				t.Errorf("%s fired %v early", r.key, -late)
+			}
+			lateness = append(lateness, late)
+		}
+		for key := range due {
+			if seen[key] != 1 {
+				t.Errorf("%s fired %d times, want 1", key, seen[key])
+			}
+		}
+		slices.Sort(lateness)
+		return lateness
 	}
-	slices.Sort(lateness)
-	p50, p99, worst := percentile(lateness, .50), percentile(lateness, .99), lateness[len(lateness)-1]
-	t.Logf("%d callbacks from 3 wheels: lateness p50 %v, p99 %v, max %v", len(got), p50, p99, worst)
-	if p99 > 25*time.Millisecond {
+	for round := 1; ; round++ {
+		var lateness []time.Duration
+		stolen := stolenDuring(func() { lateness = burst(round) })
+		p50, p99, worst := percentile(lateness, .50), percentile(lateness, .99), lateness[len(lateness)-1]
+		t.Logf("%d callbacks from 3 wheels: lateness p50 %v, p99 %v, max %v (host stole %.1f%% of the CPU)", len(lateness), p50, p99, worst, 100*stolen)
+		if p99 <= 25*time.Millisecond {
+			break
+		}
+		if round == 1 && stolen > 0.05 {
+			t.Logf("the hypervisor took %.0f%% of the CPU during the burst: measuring once more", 100*stolen)
+			continue
+		}
 		t.Errorf("lateness p99 = %v, want <= 25ms", p99)
+		break
 	}
 	// Acks follow the callbacks: soon nothing is left in Redis but the
 	// watermark and empty slices.
