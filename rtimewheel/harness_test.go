@@ -214,22 +214,29 @@ func (r *receiver) all() []received {
 	return slices.Clone(r.got)
 }
 
-// waitUntil waits until cond holds for the callbacks received, failing the
+// waitUntil waits until cond holds for the callbacks received (cond must
+// not keep the slice or call the receiver), failing the
 // test after timeout.
 func (r *receiver) waitUntil(t testing.TB, timeout time.Duration, what string, cond func([]received) bool) []received {
 	t.Helper()
 	deadline := time.After(timeout)
 	for {
+		// cond runs under the lock on the live slice; only the result is
+		// copied, so waiting costs no copy per callback.
 		r.mu.Lock()
-		got, changed := slices.Clone(r.got), r.changed
+		done, changed, count := cond(r.got), r.changed, len(r.got)
+		var got []received
+		if done {
+			got = slices.Clone(r.got)
+		}
 		r.mu.Unlock()
-		if cond(got) {
+		if done {
 			return got
 		}
 		select {
 		case <-changed:
 		case <-deadline:
-			t.Fatalf("timed out after %v waiting for %s; %d callbacks received", timeout, what, len(got))
+			t.Fatalf("timed out after %v waiting for %s; %d callbacks received", timeout, what, count)
 		}
 	}
 }
