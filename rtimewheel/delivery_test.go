@@ -107,10 +107,9 @@ func TestThreeWheelsFireEachTaskOnceOnTime(t *testing.T) {
 func TestOverdueTasksFireWhenAWorkerStarts(t *testing.T) {
 	e := newEnv(t)
 	recv := newReceiver(t, nil)
-	var clock atomic.Int64
 	t0 := time.Now()
-	clock.Store(t0.UnixNano())
-	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	clock := newTestClock(t0)
+	now := clock.Now
 
 	client := e.wheel(nil, rtimewheel.WithoutWorker(), rtimewheel.WithClock(now))
 	const n = 100
@@ -125,7 +124,7 @@ func TestOverdueTasksFireWhenAWorkerStarts(t *testing.T) {
 		t.Fatal("a callback fired with no worker running")
 	}
 	// Ten minutes later a worker starts.
-	clock.Store(t0.Add(10 * time.Minute).UnixNano())
+	clock.Set(t0.Add(10 * time.Minute))
 	e.wheel(newHTTP(), rtimewheel.WithClock(now), rtimewheel.WithTick(20*time.Millisecond))
 	got := recv.waitCount(t, n, 15*time.Second)
 	keys := map[string]bool{}
@@ -299,10 +298,9 @@ func TestDeadLetters(t *testing.T) {
 func TestRemoveFarAheadHolds(t *testing.T) {
 	e := newEnv(t)
 	recv := newReceiver(t, nil)
-	var clock atomic.Int64
 	t0 := time.Now()
-	clock.Store(t0.UnixNano())
-	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	clock := newTestClock(t0)
+	now := clock.Now
 	client := e.wheel(nil, rtimewheel.WithoutWorker(), rtimewheel.WithClock(now))
 	ctx := context.Background()
 	at := t0.Add(10 * time.Minute)
@@ -325,7 +323,7 @@ func TestRemoveFarAheadHolds(t *testing.T) {
 	if e.mini != nil {
 		e.mini.FastForward(11 * time.Minute) // expire whatever would
 	}
-	clock.Store(t0.Add(11 * time.Minute).UnixNano())
+	clock.Set(t0.Add(11 * time.Minute))
 	e.wheel(newHTTP(), rtimewheel.WithClock(now), rtimewheel.WithTick(20*time.Millisecond))
 	got := recv.waitCount(t, 1, 10*time.Second)
 	if got[0].key != "kept" {

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -316,3 +317,15 @@ func (e *env) pttl(key string) time.Duration {
 func toInt64(v any) int64 { return cast.ToInt64(cast.ToString(v)) }
 
 func isNotFound(err error) bool { return errors.Is(err, rtimewheel.ErrNotFound) }
+
+// testClock is a clock a test sets by hand, safe for concurrent use.
+type testClock struct{ nanos atomic.Int64 }
+
+func newTestClock(at time.Time) *testClock {
+	c := &testClock{}
+	c.Set(at)
+	return c
+}
+
+func (c *testClock) Now() time.Time   { return time.Unix(0, c.nanos.Load()) }
+func (c *testClock) Set(at time.Time) { c.nanos.Store(at.UnixNano()) }
