@@ -13,7 +13,8 @@ import (
 )
 
 // AddTask schedules task under key for executeAt; a time in the past means
-// now. A task already scheduled, retrying or dead under key is replaced:
+// now (the task fires at once and still reports executeAt as its scheduled
+// time). A zero executeAt means now. A task already scheduled, retrying or dead under key is replaced:
 // one key, at most one task. AddTask returns an error matching
 // ErrInvalidTask (naming the field) without writing anything when the task
 // is invalid, and one matching ErrUnavailable when Redis cannot be reached;
@@ -65,11 +66,15 @@ func (w *RTimeWheel) AddTasks(ctx context.Context, items []TaskAt) error {
 			fail(i, err)
 			continue
 		}
-		due := now
+		// A past executeAt fires now but stays the scheduled time that
+		// callbacks (Rtw-Scheduled-At) and GetTask report: the caller's
+		// "now" and ours differ by the time the request took to get here.
+		scheduled := now
 		if !it.ExecuteAt.IsZero() {
-			due = max(util.CeilMillis(it.ExecuteAt), now)
+			scheduled = util.CeilMillis(it.ExecuteAt)
 		}
-		t.ScheduledMs, t.DueMs = due, due
+		due := max(scheduled, now)
+		t.ScheduledMs, t.DueMs = scheduled, due
 		v := newVersion()
 		encoded, err := encodeTask(v, t)
 		if err != nil {

@@ -389,13 +389,15 @@ func TestPastExecuteAtFiresAtOnce(t *testing.T) {
 	recv := newReceiver(t, nil)
 	w := e.wheel(newHTTP(), rtimewheel.WithTick(50*time.Millisecond))
 	added := time.Now()
-	mustAdd(t, w, "overdue", task(recv.url(), nil), added.Add(-time.Hour))
+	asked := added.Add(-time.Hour).Truncate(time.Millisecond)
+	mustAdd(t, w, "overdue", task(recv.url(), nil), asked)
 	got := recv.waitCount(t, 1, 5*time.Second)
 	if late := got[0].at.Sub(added); late > time.Second {
 		t.Fatalf("a past task fired %v after it was added", late)
 	}
-	if got[0].scheduledAt == "" {
-		t.Fatal("no Rtw-Scheduled-At")
+	// The callback reports the time asked for, not the moment it was stored.
+	if want := asked.UTC().Format("2006-01-02T15:04:05.000Z"); got[0].scheduledAt != want {
+		t.Fatalf("Rtw-Scheduled-At %q, want %q", got[0].scheduledAt, want)
 	}
 }
 
