@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/gomodule/redigo v1.9.3
+	github.com/mna/redisc v1.4.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/spf13/cast v1.10.0
 )

@@ -24,8 +24,10 @@ import (
 //   - the pool being exhausted or closed (redis.ErrPoolExhausted, ErrClosed);
 //   - server errors that mean "cannot serve now": OOM (maxmemory reached
 //     under noeviction: nothing was written), LOADING, BUSY, MASTERDOWN,
-//     CLUSTERDOWN, TRYAGAIN, READONLY and "ERR max number of clients
-//     reached".
+//     CLUSTERDOWN, TRYAGAIN, READONLY, a redirection (MOVED, ASK) still
+//     answered after a ClusterClient's retries, and "ERR max number of
+//     clients reached";
+//   - a ClusterClient that reached no node of the cluster.
 //
 // It reports false for nil, for context.Canceled (the caller gave up), and
 // for every other error, such as errors of a script or command (ERR ...,
@@ -43,6 +45,7 @@ func IsUnavailable(err error) bool {
 	}
 	switch {
 	case errors.Is(err, ErrClosed),
+		errors.Is(err, errNoTopology),
 		errors.Is(err, redis.ErrPoolExhausted),
 		errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, os.ErrDeadlineExceeded),
@@ -70,7 +73,7 @@ func IsUnavailable(err error) bool {
 func unavailableReply(msg string) bool {
 	code, _, _ := strings.Cut(msg, " ")
 	switch code {
-	case "LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY", "OOM":
+	case "LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY", "OOM", "MOVED", "ASK":
 		return true
 	}
 	return strings.HasPrefix(msg, "ERR max number of clients reached")

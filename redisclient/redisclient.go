@@ -106,7 +106,19 @@ func defaultOptions() options {
 	}
 }
 
-// ClientOption configures a Client; see the With functions.
+// newOptions applies opts to the defaults.
+func newOptions(opts []ClientOption) options {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
+}
+
+// ClientOption configures a Client or a ClusterClient; see the With
+// functions.
 type ClientOption func(*options)
 
 // WithMaxIdle sets the maximum number of idle connections kept in the pool
@@ -216,16 +228,31 @@ type Client struct {
 // 4m and checked with PING when borrowed after more than 1m idle, dial
 // timeout 2s, read and write timeouts 5s. Options override them.
 func NewClient(network, address, password string, opts ...ClientOption) *Client {
-	o := defaultOptions()
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
+	o := newOptions(opts)
 	if network == "" {
 		network = "tcp"
 	}
 
+	dialOpts := o.dialOptions(password)
+	dialTimeout := o.dialTimeout
+
+	c := &Client{
+		network:  network,
+		address:  address,
+		db:       o.db,
+		username: o.username,
+		tls:      o.useTLS,
+	}
+	c.pool = o.newPool(func(ctx context.Context) (redis.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		defer cancel()
+		return redis.DialContext(ctx, network, address, dialOpts...)
+	})
+	return c
+}
+
+// dialOptions are the redigo options of every new connection.
+func (o options) dialOptions(password string) []redis.DialOption {
 	dialOpts := []redis.DialOption{
 		redis.DialConnectTimeout(o.dialTimeout),
 		redis.DialTLSHandshakeTimeout(o.dialTimeout),
@@ -250,21 +277,13 @@ func NewClient(network, address, password string, opts ...ClientOption) *Client 
 	if o.dialContext != nil {
 		dialOpts = append(dialOpts, redis.DialContextFunc(o.dialContext))
 	}
-	dialTimeout := o.dialTimeout
+	return dialOpts
+}
 
-	c := &Client{
-		network:  network,
-		address:  address,
-		db:       o.db,
-		username: o.username,
-		tls:      o.useTLS,
-	}
-	c.pool = &redis.Pool{
-		DialContext: func(ctx context.Context) (redis.Conn, error) {
-			ctx, cancel := context.WithTimeout(ctx, dialTimeout)
-			defer cancel()
-			return redis.DialContext(ctx, network, address, dialOpts...)
-		},
+// newPool returns a pool with the limits of o that dials with dial.
+func (o options) newPool(dial func(ctx context.Context) (redis.Conn, error)) *redis.Pool {
+	return &redis.Pool{
+		DialContext: dial,
 		TestOnBorrowContext: func(ctx context.Context, conn redis.Conn, lastUsed time.Time) error {
 			if time.Since(lastUsed) < pingAfterIdle {
 				return nil
@@ -277,7 +296,6 @@ func NewClient(network, address, password string, opts ...ClientOption) *Client 
 		IdleTimeout: o.idleTimeout,
 		Wait:        true,
 	}
-	return c
 }
 
 // String describes the client (network, address, database, user, TLS). It
@@ -349,11 +367,8 @@ func withContext(ctx context.Context, err error) error {
 // [P|S]UNSUBSCRIBE, MONITOR) are refused, since the connection goes back to
 // a shared pool: use scripts for atomicity.
 func (c *Client) Do(ctx context.Context, cmd string, args ...any) (any, error) {
-	if cmd == "" {
-		return nil, errors.New("redisclient: do: empty command name")
-	}
-	if connectionStateCommand(cmd) {
-		return nil, fmt.Errorf("redisclient: do %s: command changes connection state, not supported on a pooled client", cmd)
+	if err := checkCommand(cmd); err != nil {
+		return nil, err
 	}
 	conn, err := c.conn(ctx)
 	if err != nil {
@@ -365,6 +380,18 @@ func (c *Client) Do(ctx context.Context, cmd string, args ...any) (any, error) {
 		return nil, fmt.Errorf("redisclient: do %s: %w", cmd, withContext(ctx, err))
 	}
 	return v, nil
+}
+
+// checkCommand refuses an empty command and one that changes the state of
+// a pooled connection.
+func checkCommand(cmd string) error {
+	if cmd == "" {
+		return errors.New("redisclient: do: empty command name")
+	}
+	if connectionStateCommand(cmd) {
+		return fmt.Errorf("redisclient: do %s: command changes connection state, not supported on a pooled client", cmd)
+	}
+	return nil
 }
 
 func connectionStateCommand(cmd string) bool {

@@ -1,0 +1,637 @@
+package redisclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/mna/redisc"
+)
+
+// clusterAttempts bounds how often one call is sent again after a
+// redirection (MOVED, ASK), a "try again" answer (TRYAGAIN, CLUSTERDOWN,
+// LOADING, READONLY from a demoted master) or a failure to connect. Each
+// of those means the call did not run, so sending it again is safe.
+const clusterAttempts = 16
+
+// minRefreshInterval spaces out topology refreshes triggered by errors, so a
+// node that is down does not cause a CLUSTER SLOTS per call.
+const minRefreshInterval = 100 * time.Millisecond
+
+// errNoTopology is the cause when no node of the cluster told its slots.
+// IsUnavailable reports true for it.
+var errNoTopology = errors.New("no node of the cluster answered CLUSTER SLOTS")
+
+// slotMasters maps every hash slot to the address of its master ("" when no
+// master is known for it).
+type slotMasters [redisc.HashSlots]string
+
+// ClusterClient is a pooled client of a Redis Cluster built on
+// github.com/mna/redisc. It routes every command by the slot of its first
+// key, follows MOVED and ASK redirections, keeps the slot map up to date and
+// holds one connection pool per node, each with the limits and timeouts of
+// the ClientOption values (see NewClient). It is safe for concurrent use.
+//
+// It offers what Client offers to the wheel, with these differences:
+//
+//   - Eval requires keys, all of one slot: the call runs on that slot's
+//     master. A call answered with a redirection or a "try again" error
+//     (TRYAGAIN, CLUSTERDOWN, LOADING, READONLY), or that could not get a
+//     connection, is sent again (at most 16 times, backing off, within
+//     ctx), since it did not run; a call that fails after it was sent is
+//     not, since it may have run.
+//   - EvalBatch pipelines the calls of each master on one connection, the
+//     masters in parallel: calls on one master run in call order, calls on
+//     different masters in any order relative to each other.
+//   - Do routes by its first argument, the key of single-key commands;
+//     PING, TIME and other commands without a key go to any master.
+//   - A context bounds waiting for a reply through its deadline only
+//     (redisc connections do not watch cancellation); the read timeout
+//     bounds it otherwise.
+type ClusterClient struct {
+	cluster     *redisc.Cluster
+	seeds       []string
+	readTimeout time.Duration
+
+	masters       atomic.Pointer[slotMasters]
+	refreshMu     sync.Mutex // serializes synchronous refreshes
+	refreshing    atomic.Bool
+	lastRefreshNs atomic.Int64
+	closed        atomic.Bool
+}
+
+// NewClusterClient returns a client of the Redis Cluster that the seed nodes
+// ("host:port") belong to; one reachable seed is enough. An empty password
+// means no AUTH. Options are those of NewClient, applied to every node's
+// pool; WithDB is refused, since a cluster has only database 0.
+//
+// Like NewClient it does not connect: the slot map is fetched by the first
+// call (or by Refresh), so an unreachable cluster shows up as errors of the
+// calls.
+func NewClusterClient(seeds []string, password string, opts ...ClientOption) (*ClusterClient, error) {
+	o := newOptions(opts)
+	if len(seeds) == 0 {
+		return nil, errors.New("redisclient: cluster: no seed node")
+	}
+	for _, s := range seeds {
+		if _, port, err := net.SplitHostPort(s); err != nil || !validPort(port) {
+			return nil, fmt.Errorf("redisclient: cluster: seed %q is not host:port", s)
+		}
+	}
+	if o.db != 0 {
+		return nil, fmt.Errorf("redisclient: cluster: database %d requested, but a Redis Cluster has only database 0", o.db)
+	}
+	c := &ClusterClient{seeds: slices.Clone(seeds), readTimeout: o.readTimeout}
+	dialTimeout := o.dialTimeout
+	c.cluster = &redisc.Cluster{
+		StartupNodes: c.seeds,
+		DialOptions:  o.dialOptions(password),
+		CreatePool: func(address string, dialOpts ...redis.DialOption) (*redis.Pool, error) {
+			return o.newPool(func(ctx context.Context) (redis.Conn, error) {
+				ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+				defer cancel()
+				return redis.DialContext(ctx, "tcp", address, dialOpts...)
+			}), nil
+		},
+		PoolWaitTime: o.readTimeout,
+		LayoutRefresh: func(_, layout [redisc.HashSlots][]string) {
+			var m slotMasters
+			for slot, nodes := range layout {
+				if len(nodes) > 0 {
+					m[slot] = nodes[0]
+				}
+			}
+			c.masters.Store(&m)
+		},
+	}
+	return c, nil
+}
+
+// NewClusterClientFromURL returns a cluster client (see NewClusterClient) of
+// the comma-separated seed nodes in raw, each "host:port" or a URL of the
+// forms NewClientFromURL accepts. Credentials and TLS are taken from the
+// first seed that names them; a database other than 0 is refused. Errors
+// never contain a password.
+func NewClusterClientFromURL(raw string, opts ...ClientOption) (*ClusterClient, error) {
+	var seeds []string
+	var creds endpoint
+	for part := range strings.SplitSeq(raw, ",") {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		ep, err := parseEndpoint(part)
+		if err != nil {
+			return nil, err
+		}
+		if ep.db != 0 {
+			return nil, fmt.Errorf("redisclient: cluster: seed %s names database %d, but a Redis Cluster has only database 0", ep.address, ep.db)
+		}
+		if creds.password == "" && ep.password != "" {
+			creds.username, creds.password = ep.username, ep.password
+		}
+		creds.tls = creds.tls || ep.tls
+		seeds = append(seeds, ep.address)
+	}
+	all := []ClientOption{WithUsername(creds.username)}
+	if creds.tls {
+		all = append(all, WithTLSConfig(nil))
+	}
+	return NewClusterClient(seeds, creds.password, append(all, opts...)...)
+}
+
+// String describes the client by its seed nodes. It never includes the
+// password.
+func (c *ClusterClient) String() string {
+	return "redisclient.ClusterClient(" + strings.Join(c.seeds, ",") + ")"
+}
+
+// Refresh fetches the slot map from the cluster now. Calls do it by
+// themselves when needed; Refresh is for start-up checks and tests.
+func (c *ClusterClient) Refresh(ctx context.Context) error {
+	if err := c.usable(ctx); err != nil {
+		return fmt.Errorf("redisclient: cluster refresh: %w", err)
+	}
+	return c.refresh()
+}
+
+func (c *ClusterClient) refresh() error {
+	c.refreshMu.Lock()
+	defer c.refreshMu.Unlock()
+	c.lastRefreshNs.Store(time.Now().UnixNano())
+	if err := c.cluster.Refresh(); err != nil {
+		if c.closed.Load() {
+			return ErrClosed
+		}
+		return fmt.Errorf("redisclient: cluster refresh: %w: %v", errNoTopology, err)
+	}
+	return nil
+}
+
+// refreshSoon refreshes the slot map in the background, at most once per
+// minRefreshInterval. Errors that may mean a node went away call it.
+func (c *ClusterClient) refreshSoon() {
+	if time.Since(time.Unix(0, c.lastRefreshNs.Load())) < minRefreshInterval {
+		return
+	}
+	if !c.refreshing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer c.refreshing.Store(false)
+		_ = c.refresh() // the next call that fails tries again
+	}()
+}
+
+// usable checks the context and the client, and fetches the slot map if
+// none is known yet.
+func (c *ClusterClient) usable(ctx context.Context) error {
+	if ctx == nil {
+		return errNilContext
+	}
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c.masters.Load() == nil {
+		return c.refresh()
+	}
+	return nil
+}
+
+// masterOf returns the address of the master of key's slot, "" if unknown.
+func (c *ClusterClient) masterOf(key string) string {
+	if m := c.masters.Load(); m != nil {
+		return m[redisc.Slot(key)]
+	}
+	return ""
+}
+
+// Masters returns the addresses of the masters in the current slot map,
+// sorted. It fetches the map if none is known yet.
+func (c *ClusterClient) Masters(ctx context.Context) ([]string, error) {
+	if err := c.usable(ctx); err != nil {
+		return nil, fmt.Errorf("redisclient: cluster masters: %w", err)
+	}
+	set := make(map[string]bool)
+	for _, addr := range c.masters.Load() {
+		if addr != "" {
+			set[addr] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(set)), nil
+}
+
+// timeout is how long the next reply may take: the read timeout, or less
+// when ctx's deadline comes first.
+func (c *ClusterClient) timeout(ctx context.Context) (time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	d := c.readTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		if left <= 0 {
+			return 0, context.DeadlineExceeded
+		}
+		d = min(d, left)
+	}
+	return d, nil
+}
+
+// doTimeout runs one command on conn, its reply awaited at most timeout
+// when conn supports it (redisc's retrying connection does not; its own
+// read timeout bounds it).
+func doTimeout(conn redis.Conn, timeout time.Duration, cmd string, args ...any) (any, error) {
+	if cwt, ok := conn.(redis.ConnWithTimeout); ok {
+		return cwt.DoWithTimeout(timeout, cmd, args...)
+	}
+	return conn.Do(cmd, args...)
+}
+
+// notRun reports whether err is a reply meaning the command did not run and
+// may succeed when sent again, maybe elsewhere.
+func notRun(err error) bool {
+	if redisc.ParseRedir(err) != nil {
+		return true
+	}
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	code, _, _ := strings.Cut(string(re), " ")
+	switch code {
+	case "TRYAGAIN", "CLUSTERDOWN", "LOADING", "READONLY", "MASTERDOWN":
+		return true
+	}
+	return false
+}
+
+// onSlot runs run on a connection to the master of key's slot, sending it
+// again (see clusterAttempts) while the answer says it did not run.
+func (c *ClusterClient) onSlot(ctx context.Context, key string, run func(conn redis.Conn, timeout time.Duration) (any, error)) (any, error) {
+	var lastErr error
+	for attempt := range clusterAttempts {
+		if attempt > 0 {
+			if err := backoff(ctx, attempt); err != nil {
+				return nil, fmt.Errorf("%w (last: %w)", err, lastErr)
+			}
+		}
+		if err := c.usable(ctx); err != nil {
+			return nil, err
+		}
+		timeout, err := c.timeout(ctx)
+		if err != nil {
+			return nil, err
+		}
+		conn := c.cluster.Get()
+		if err := redisc.BindConn(conn, key); err != nil {
+			conn.Close()
+			lastErr = fmt.Errorf("connect: %w", err)
+			c.refreshSoon()
+			continue
+		}
+		v, err := run(conn, timeout)
+		if re := redisc.ParseRedir(err); re != nil && re.Type == "ASK" {
+			// The slot is migrating: redisc's retrying connection sends
+			// ASKING to the node named and the command after it.
+			if rc, rerr := redisc.RetryConn(conn, 3, 10*time.Millisecond); rerr == nil {
+				v, err = run(rc, timeout)
+			}
+		}
+		conn.Close()
+		switch {
+		case err == nil:
+			return v, nil
+		case notRun(err):
+			lastErr = err
+			if !strings.HasPrefix(err.Error(), "MOVED") {
+				c.refreshSoon()
+			}
+			continue
+		default:
+			if IsUnavailable(err) {
+				c.refreshSoon()
+			}
+			return nil, withContext(ctx, err)
+		}
+	}
+	return nil, lastErr
+}
+
+// backoff waits before attempt (1, 2, ...): nothing after a redirection's
+// first retry, then 10 ms doubling up to 320 ms, within ctx.
+func backoff(ctx context.Context, attempt int) error {
+	if attempt == 1 {
+		return ctx.Err()
+	}
+	d := min(10*time.Millisecond<<(attempt-2), 320*time.Millisecond)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// keyless reports whether cmd takes no key, so any node may serve it.
+func keyless(cmd string, args []any) bool {
+	if len(args) == 0 {
+		return true
+	}
+	switch strings.ToUpper(cmd) {
+	case "PING", "ECHO", "TIME", "INFO", "DBSIZE", "SCRIPT", "CLUSTER", "CONFIG", "MEMORY", "COMMAND":
+		return true
+	}
+	return false
+}
+
+// Do runs one command and returns its raw reply (see the package
+// documentation). A command with a key must have it as its first argument;
+// it runs on the master of that key's slot, following redirections. Commands
+// without a key (PING, TIME, INFO, ...) run on any master. Commands that
+// change the state of the connection are refused, as by Client.Do.
+func (c *ClusterClient) Do(ctx context.Context, cmd string, args ...any) (any, error) {
+	if err := checkCommand(cmd); err != nil {
+		return nil, err
+	}
+	if keyless(cmd, args) {
+		if err := c.usable(ctx); err != nil {
+			return nil, fmt.Errorf("redisclient: do %s: %w", cmd, err)
+		}
+		timeout, err := c.timeout(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("redisclient: do %s: %w", cmd, err)
+		}
+		conn := c.cluster.Get()
+		defer conn.Close()
+		if err := redisc.BindConn(conn); err != nil {
+			return nil, fmt.Errorf("redisclient: do %s: connect: %w", cmd, withContext(ctx, err))
+		}
+		v, err := doTimeout(conn, timeout, cmd, args...)
+		if err != nil {
+			return nil, fmt.Errorf("redisclient: do %s: %w", cmd, withContext(ctx, err))
+		}
+		return v, nil
+	}
+	key := fmt.Sprint(args[0])
+	if b, ok := args[0].([]byte); ok {
+		key = string(b)
+	}
+	v, err := c.onSlot(ctx, key, func(conn redis.Conn, timeout time.Duration) (any, error) {
+		return doTimeout(conn, timeout, cmd, args...)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("redisclient: do %s: %w", cmd, err)
+	}
+	return v, nil
+}
+
+// Ping checks that every master of the slot map answers PING.
+func (c *ClusterClient) Ping(ctx context.Context) error {
+	_, err := c.DoEachMaster(ctx, "PING")
+	return err
+}
+
+// DoEachMaster runs cmd on every master of the current slot map and returns
+// the replies by master address. It fails if any master fails; the replies
+// of the others are returned with the error. It is meant for operations and
+// tests (DBSIZE, INFO memory), not for the wheel.
+func (c *ClusterClient) DoEachMaster(ctx context.Context, cmd string, args ...any) (map[string]any, error) {
+	if err := c.usable(ctx); err != nil {
+		return nil, fmt.Errorf("redisclient: do %s on each master: %w", cmd, err)
+	}
+	out := make(map[string]any)
+	var errs []error
+	err := c.cluster.EachNode(false, func(addr string, conn redis.Conn) error {
+		timeout, err := c.timeout(ctx)
+		if err != nil {
+			return err
+		}
+		v, err := doTimeout(conn, timeout, cmd, args...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", addr, withContext(ctx, err)))
+			return nil
+		}
+		out[addr] = v
+		return nil
+	})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		c.refreshSoon()
+		return out, fmt.Errorf("redisclient: do %s on each master: %w", cmd, errors.Join(errs...))
+	}
+	return out, nil
+}
+
+// evalOn runs script on conn by EVALSHA, falling back to EVAL on NOSCRIPT.
+func evalOn(conn redis.Conn, timeout time.Duration, script *Script, keys []string, args []any) (any, error) {
+	ka := keysAndArgs(keys, args)
+	v, err := doTimeout(conn, timeout, "EVALSHA", append([]any{script.Hash()}, ka...)...)
+	if e, ok := err.(redis.Error); ok && isNoScript(e) {
+		v, err = doTimeout(conn, timeout, "EVAL", append([]any{script.src}, ka...)...)
+	}
+	return v, err
+}
+
+// sameSlot checks that keys is not empty and names one slot.
+func sameSlot(keys []string) error {
+	if len(keys) == 0 {
+		return errors.New("no keys: a script on a cluster needs its keys to be routed")
+	}
+	slot := redisc.Slot(keys[0])
+	for _, k := range keys[1:] {
+		if redisc.Slot(k) != slot {
+			return fmt.Errorf("keys %q and %q are in different slots", keys[0], k)
+		}
+	}
+	return nil
+}
+
+// Eval runs script with keys and args on the master of the keys' slot and
+// returns its raw reply, as Client.Eval does. The keys must share one slot
+// (use a hash tag); the call is refused otherwise, without touching Redis.
+func (c *ClusterClient) Eval(ctx context.Context, script *Script, keys []string, args ...any) (any, error) {
+	if err := script.check(); err != nil {
+		return nil, fmt.Errorf("redisclient: eval %s: %w", script.label(), err)
+	}
+	if err := sameSlot(keys); err != nil {
+		return nil, fmt.Errorf("redisclient: eval %s: %w", script.name, err)
+	}
+	v, err := c.onSlot(ctx, keys[0], func(conn redis.Conn, timeout time.Duration) (any, error) {
+		return evalOn(conn, timeout, script, keys, args)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("redisclient: eval %s: %w", script.name, err)
+	}
+	return v, nil
+}
+
+// EvalBatch runs calls and returns one Reply per call, in call order, with
+// the contract of Client.EvalBatch: a call's own failure goes into its
+// Reply.Err; a non-nil error means the batch failed as a whole and any of
+// its calls may or may not have run.
+//
+// The calls of each master are pipelined on one connection, the masters in
+// parallel. A call answered NOSCRIPT, with a redirection or with a "try
+// again" error did not run; it is sent again on its own with Eval, after
+// the rest of the batch. Each call's keys must share one slot.
+func (c *ClusterClient) EvalBatch(ctx context.Context, calls []ScriptCall) ([]Reply, error) {
+	if len(calls) == 0 {
+		return nil, nil
+	}
+	if err := c.usable(ctx); err != nil {
+		return nil, fmt.Errorf("redisclient: eval batch of %d calls: %w", len(calls), err)
+	}
+	replies := make([]Reply, len(calls))
+	groups := make(map[string][]int) // master address -> call indexes
+	for i, call := range calls {
+		if err := call.Script.check(); err != nil {
+			replies[i].Err = fmt.Errorf("redisclient: eval %s: %w", call.Script.label(), err)
+			continue
+		}
+		if err := sameSlot(call.Keys); err != nil {
+			replies[i].Err = fmt.Errorf("redisclient: eval %s: %w", call.Script.name, err)
+			continue
+		}
+		addr := c.masterOf(call.Keys[0])
+		groups[addr] = append(groups[addr], i)
+	}
+
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		errs  []error
+		again []int // calls to send once more on their own
+	)
+	for _, idx := range groups {
+		wg.Go(func() {
+			retry, err := c.pipeline(ctx, calls, idx, replies)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			again = append(again, retry...)
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("redisclient: eval batch of %d calls: %w", len(calls), errors.Join(errs...))
+	}
+	slices.Sort(again)
+	for _, i := range again {
+		call := calls[i]
+		v, err := c.Eval(ctx, call.Script, call.Keys, call.Args...)
+		if err != nil && (notRun(err) || !errors.As(err, new(redis.Error))) {
+			return nil, fmt.Errorf("redisclient: eval batch of %d calls: %w", len(calls), err)
+		}
+		replies[i] = Reply{Value: v, Err: err}
+	}
+	return replies, nil
+}
+
+// pipeline sends the calls at idx on one connection, bound to the slot of
+// the first, and stores their replies. It returns the calls that did not run
+// (NOSCRIPT, redirections, "try again") for the caller to send again.
+func (c *ClusterClient) pipeline(ctx context.Context, calls []ScriptCall, idx []int, replies []Reply) ([]int, error) {
+	timeout, err := c.timeout(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn := c.cluster.Get()
+	defer conn.Close()
+	if err := redisc.BindConn(conn, calls[idx[0]].Keys[0]); err != nil {
+		// Nothing was sent: every call may go again on its own.
+		c.refreshSoon()
+		return idx, nil
+	}
+	for _, i := range idx {
+		call := calls[i]
+		args := append([]any{call.Script.Hash()}, keysAndArgs(call.Keys, call.Args)...)
+		if err := conn.Send("EVALSHA", args...); err != nil {
+			return nil, fmt.Errorf("send: %w", withContext(ctx, err))
+		}
+	}
+	if err := conn.Flush(); err != nil {
+		c.refreshSoon()
+		return nil, fmt.Errorf("send: %w", withContext(ctx, err))
+	}
+	var retry []int
+	for _, i := range idx {
+		v, err := conn.(redis.ConnWithTimeout).ReceiveWithTimeout(timeout)
+		var re redis.Error
+		switch {
+		case err == nil:
+			replies[i] = Reply{Value: v}
+		case errors.As(err, &re) && (isNoScript(re) || notRun(re)):
+			retry = append(retry, i)
+		case errors.As(err, &re):
+			replies[i] = reply(calls[i].Script, re)
+		default:
+			c.refreshSoon()
+			return nil, withContext(ctx, err)
+		}
+	}
+	return retry, nil
+}
+
+// LoadScripts loads scripts into the script cache of every master, as
+// Client.LoadScripts does for one server.
+func (c *ClusterClient) LoadScripts(ctx context.Context, scripts ...*Script) error {
+	var errs []error
+	for _, s := range scripts {
+		if err := s.check(); err != nil {
+			errs = append(errs, fmt.Errorf("redisclient: load script %s: %w", s.label(), err))
+			continue
+		}
+		replies, err := c.DoEachMaster(ctx, "SCRIPT", "LOAD", s.src)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("redisclient: load script %s: %w", s.name, err))
+			continue
+		}
+		for _, v := range replies {
+			if err := loaded(s, v); err != nil {
+				errs = append(errs, err)
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Stats returns a snapshot of each node's pool, by node address.
+func (c *ClusterClient) Stats() map[string]PoolStats {
+	out := make(map[string]PoolStats)
+	for addr, s := range c.cluster.Stats() {
+		out[addr] = PoolStats{
+			ActiveCount:  s.ActiveCount,
+			IdleCount:    s.IdleCount,
+			WaitCount:    s.WaitCount,
+			WaitDuration: s.WaitDuration,
+		}
+	}
+	return out
+}
+
+// Close closes every node's pool and makes every later call fail with
+// ErrClosed. It is safe to call more than once.
+func (c *ClusterClient) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	return c.cluster.Close()
+}

@@ -1,0 +1,359 @@
+package redisclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/gomodule/redigo/redis"
+	"github.com/mna/redisc"
+)
+
+// testCluster returns a cluster client of the cluster named by
+// RTW_TEST_REDIS_CLUSTER (comma-separated seeds) when set, with m nil;
+// otherwise of a fresh miniredis m, which answers CLUSTER SLOTS as a
+// one-node cluster owning every slot.
+func testCluster(t *testing.T) (*ClusterClient, *miniredis.Miniredis) {
+	t.Helper()
+	seeds := os.Getenv("RTW_TEST_REDIS_CLUSTER")
+	var m *miniredis.Miniredis
+	if seeds == "" {
+		m = miniredis.RunT(t)
+		seeds = m.Addr()
+	}
+	c, err := NewClusterClientFromURL(seeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c, m
+}
+
+// requireRealCluster skips a test that needs several masters.
+func requireRealCluster(t *testing.T) {
+	t.Helper()
+	if os.Getenv("RTW_TEST_REDIS_CLUSTER") == "" {
+		t.Skip("needs a real Redis Cluster: set RTW_TEST_REDIS_CLUSTER=host:port,... (.ci/run does)")
+	}
+}
+
+// clusterKeys returns n keys with distinct hash tags under a prefix unique
+// to the test, deleted at the end of the test.
+func clusterKeys(t *testing.T, c *ClusterClient, n int) []string {
+	t.Helper()
+	prefix := "rtw-test:" + randHex(t)
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("{%s:%d}:k", prefix, i)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for _, k := range keys {
+			_, _ = c.Do(ctx, "DEL", k)
+		}
+	})
+	return keys
+}
+
+var setAndEcho = NewScript("set_and_echo", `
+-- KEYS[1..n]: keys to set; ARGV[1]: value. Reply: the value.
+for _, k in ipairs(KEYS) do redis.call('SET', k, ARGV[1]) end
+return ARGV[1]`)
+
+func TestClusterEvalBatchRoutesEveryCallToItsSlot(t *testing.T) {
+	c, _ := testCluster(t)
+	ctx := testCtx(t)
+	keys := clusterKeys(t, c, 200)
+
+	calls := make([]ScriptCall, len(keys))
+	for i, k := range keys {
+		calls[i] = ScriptCall{Script: setAndEcho, Keys: []string{k, k + ":twin"}, Args: []any{fmt.Sprint("v", i)}}
+	}
+	t.Cleanup(func() {
+		for _, k := range keys {
+			_, _ = c.Do(context.Background(), "DEL", k+":twin")
+		}
+	})
+	replies, err := c.EvalBatch(ctx, calls)
+	if err != nil {
+		t.Fatalf("EvalBatch: %v", err)
+	}
+	for i, r := range replies {
+		want := fmt.Sprint("v", i)
+		if got, err := redis.String(r.Value, r.Err); err != nil || got != want {
+			t.Fatalf("reply %d = %q, %v; want %q", i, got, err, want)
+		}
+		if got, err := redis.String(c.Do(ctx, "GET", keys[i]+":twin")); err != nil || got != want {
+			t.Fatalf("GET %s = %q, %v; want %q", keys[i], got, err, want)
+		}
+	}
+}
+
+func TestClusterEvalRefusesCrossSlotKeys(t *testing.T) {
+	c, m := testCluster(t)
+	ctx := testCtx(t)
+	keys := clusterKeys(t, c, 2)
+	if redisc.Slot(keys[0]) == redisc.Slot(keys[1]) {
+		t.Skip("the random tags fell in one slot")
+	}
+	_, err := c.Eval(ctx, setAndEcho, keys, "x")
+	if err == nil || !strings.Contains(err.Error(), "different slots") {
+		t.Fatalf("Eval across slots: err = %v, want a 'different slots' error", err)
+	}
+	replies, err := c.EvalBatch(ctx, []ScriptCall{{Script: setAndEcho, Keys: keys, Args: []any{"x"}}, {Script: setAndEcho, Args: []any{"y"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if replies[0].Err == nil || replies[1].Err == nil || !strings.Contains(replies[1].Err.Error(), "no keys") {
+		t.Fatalf("batch replies = %+v, want per-call errors", replies)
+	}
+	if m != nil && len(m.Keys()) != 0 {
+		t.Fatalf("refused calls wrote %v", m.Keys())
+	}
+	if n, err := redis.Int(c.Do(ctx, "EXISTS", keys[0])); err != nil || n != 0 {
+		t.Fatalf("EXISTS %s = %d, %v: a refused call wrote", keys[0], n, err)
+	}
+}
+
+func TestClusterScriptErrorsStayPerCall(t *testing.T) {
+	c, _ := testCluster(t)
+	ctx := testCtx(t)
+	keys := clusterKeys(t, c, 3)
+	boom := NewScript("boom", "return redis.error_reply('BOOM ' .. KEYS[1])")
+	replies, err := c.EvalBatch(ctx, []ScriptCall{
+		{Script: setAndEcho, Keys: keys[:1], Args: []any{"a"}},
+		{Script: boom, Keys: keys[1:2]},
+		{Script: setAndEcho, Keys: keys[2:], Args: []any{"c"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var re redis.Error
+	if !errors.As(replies[1].Err, &re) || !strings.HasPrefix(string(re), "BOOM") || IsUnavailable(replies[1].Err) {
+		t.Fatalf("reply 1 err = %v, want the script's BOOM error", replies[1].Err)
+	}
+	if replies[0].Err != nil || replies[2].Err != nil {
+		t.Fatalf("other calls failed: %+v", replies)
+	}
+}
+
+func TestClusterReloadsFlushedScripts(t *testing.T) {
+	c, _ := testCluster(t)
+	ctx := testCtx(t)
+	keys := clusterKeys(t, c, 30)
+	script := NewScript("fresh", "return 'fresh-"+randHex(t)+"'")
+	if _, err := c.DoEachMaster(ctx, "SCRIPT", "FLUSH"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Eval(ctx, script, keys[:1]); err != nil {
+		t.Fatalf("Eval after SCRIPT FLUSH: %v", err)
+	}
+	if _, err := c.DoEachMaster(ctx, "SCRIPT", "FLUSH"); err != nil {
+		t.Fatal(err)
+	}
+	calls := make([]ScriptCall, len(keys))
+	for i, k := range keys {
+		calls[i] = ScriptCall{Script: script, Keys: []string{k}}
+	}
+	replies, err := c.EvalBatch(ctx, calls)
+	if err != nil {
+		t.Fatalf("EvalBatch after SCRIPT FLUSH: %v", err)
+	}
+	for i, r := range replies {
+		if r.Err != nil {
+			t.Fatalf("call %d: %v", i, r.Err)
+		}
+	}
+	if err := c.LoadScripts(ctx, script); err != nil {
+		t.Fatal(err)
+	}
+	exists, err := c.DoEachMaster(ctx, "SCRIPT", "EXISTS", script.Hash())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for addr, v := range exists {
+		if flags, _ := redis.Ints(v, nil); len(flags) != 1 || flags[0] != 1 {
+			t.Fatalf("after LoadScripts, master %s says SCRIPT EXISTS %v", addr, v)
+		}
+	}
+}
+
+func TestClusterKeylessCommands(t *testing.T) {
+	c, _ := testCluster(t)
+	ctx := testCtx(t)
+	if err := c.Ping(ctx); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	v, err := redis.Values(c.Do(ctx, "TIME"))
+	if err != nil || len(v) != 2 {
+		t.Fatalf("TIME = %v, %v", v, err)
+	}
+	if _, err := c.Do(ctx, "MULTI"); err == nil {
+		t.Fatal("MULTI accepted on a pooled cluster client")
+	}
+}
+
+func TestClusterSpreadsKeysOverMasters(t *testing.T) {
+	requireRealCluster(t)
+	c, _ := testCluster(t)
+	ctx := testCtx(t)
+	masters, err := c.Masters(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(masters) < 3 {
+		t.Fatalf("masters = %v, want at least 3", masters)
+	}
+	keys := clusterKeys(t, c, 300)
+	for _, k := range keys {
+		if _, err := c.Do(ctx, "SET", k, "1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counts := make(map[string]int)
+	for _, k := range keys {
+		counts[c.masterOf(k)]++
+	}
+	for _, m := range masters {
+		if counts[m] == 0 {
+			t.Fatalf("no key on master %s: %v", m, counts)
+		}
+	}
+	t.Logf("300 tagged keys over masters: %v", counts)
+}
+
+func TestClusterUnreachable(t *testing.T) {
+	c, err := NewClusterClient([]string{"127.0.0.1:1"}, "", WithDialTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := testCtx(t)
+	start := time.Now()
+	_, err = c.Eval(ctx, setAndEcho, []string{"k"}, "v")
+	if !IsUnavailable(err) {
+		t.Fatalf("Eval on no cluster: err = %v, want unavailable", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Eval on no cluster took %v", d)
+	}
+	if _, err := NewClusterClient(nil, ""); err == nil {
+		t.Fatal("no seeds accepted")
+	}
+	if _, err := NewClusterClient([]string{"nohost"}, ""); err == nil {
+		t.Fatal("seed without port accepted")
+	}
+	if _, err := NewClusterClientFromURL("redis://:pw@127.0.0.1:7000/3"); err == nil || strings.Contains(err.Error(), "pw") {
+		t.Fatalf("database 3 on a cluster: err = %v, want refusal without the password", err)
+	}
+	c.Close()
+	if _, err := c.Do(ctx, "GET", "k"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after Close: err = %v, want ErrClosed", err)
+	}
+}
+
+// TestClusterFailoverLosesNoWrite runs CLUSTER FAILOVER on the replica of
+// the master that holds a counter while writers increment it, and checks
+// that every increment the client acknowledged is in the counter and that
+// none failed: the switch is retried, not surfaced.
+func TestClusterFailoverLosesNoWrite(t *testing.T) {
+	requireRealCluster(t)
+	c, _ := testCluster(t)
+	ctx := testCtx(t)
+	key := clusterKeys(t, c, 1)[0]
+	incr := NewScript("incr", "return redis.call('INCR', KEYS[1])")
+	if err := c.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	master := c.masterOf(key)
+
+	var acked, failed atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				callCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				_, err := c.Eval(callCtx, incr, []string{key})
+				cancel()
+				if err != nil {
+					failed.Add(1)
+					t.Logf("increment failed: %v", err)
+					continue
+				}
+				acked.Add(1)
+			}
+		})
+	}
+
+	replica := replicaOf(t, master)
+	admin := NewClient("tcp", replica, "")
+	defer admin.Close()
+	if _, err := admin.Do(ctx, "CLUSTER", "FAILOVER"); err != nil {
+		t.Fatalf("CLUSTER FAILOVER on %s: %v", replica, err)
+	}
+	deadline := time.Now().Add(8 * time.Second)
+	for {
+		role, _ := redis.Values(admin.Do(ctx, "ROLE"))
+		if len(role) > 0 && fmt.Sprint(string(role[0].([]byte))) == "master" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica %s did not become master", replica)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	before := acked.Load()
+	for acked.Load() < before+200 && time.Now().Before(deadline.Add(5*time.Second)) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+
+	got, err := redis.Int64(c.Do(ctx, "GET", key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("failover %s -> %s: %d increments acknowledged, %d failed, counter %d", master, replica, acked.Load(), failed.Load(), got)
+	if failed.Load() != 0 {
+		t.Errorf("%d increments failed during the failover; want them retried", failed.Load())
+	}
+	if got < acked.Load() {
+		t.Errorf("counter %d < %d acknowledged increments: writes lost", got, acked.Load())
+	}
+	if now := c.masterOf(key); now != replica {
+		t.Errorf("client still routes the slot to %s, want the new master %s", now, replica)
+	}
+}
+
+// replicaOf returns the address of a replica of the master at addr.
+func replicaOf(t *testing.T, addr string) string {
+	t.Helper()
+	admin := NewClient("tcp", addr, "")
+	defer admin.Close()
+	ctx := testCtx(t)
+	role, err := redis.Values(admin.Do(ctx, "ROLE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ROLE of a master: "master", offset, [[ip, port, offset], ...]
+	replicas, _ := redis.Values(role[2], nil)
+	if len(replicas) == 0 {
+		t.Fatalf("master %s has no replica", addr)
+	}
+	r, _ := redis.Strings(replicas[0], nil)
+	return r[0] + ":" + r[1]
+}
