@@ -2,7 +2,6 @@ package rtimewheel
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -19,11 +18,19 @@ import (
 // ErrInvalidTask (naming the field) without writing anything when the task
 // is invalid, and one matching ErrUnavailable when Redis cannot be reached;
 // it blocks at most until ctx is done or Redis's dial and read timeouts.
+// When ctx ends first, the task may or may not have been stored.
+//
+// Concurrent calls share round trips: while one batch of adds is being
+// written, the calls that arrive wait and are written together as the next
+// batch (see addQueue), so many goroutines adding one task each cost Redis
+// about what AddTasks costs.
 func (w *RTimeWheel) AddTask(ctx context.Context, key string, task *RTaskElement, executeAt time.Time) error {
-	err := w.AddTasks(ctx, []TaskAt{{Key: key, Task: task, ExecuteAt: executeAt}})
-	var batch *BatchError
-	if errors.As(err, &batch) {
-		err = batch.Errs[0]
+	if err := w.checkStopped("add task"); err != nil {
+		return err
+	}
+	p, err := w.prepareAdd(util.Millis(w.now()), TaskAt{Key: key, Task: task, ExecuteAt: executeAt})
+	if err == nil {
+		err = w.adds.write(ctx, w, p)
 	}
 	if err != nil {
 		return fmt.Errorf("add task %q: %w", key, err)
@@ -40,6 +47,30 @@ type pendingAdd struct {
 	encoded string
 }
 
+// prepareAdd validates and encodes one task to add at now (ms).
+func (w *RTimeWheel) prepareAdd(now int64, it TaskAt) (pendingAdd, error) {
+	t, err := newStoredTask(it.Key, it.Task)
+	if err != nil {
+		return pendingAdd{}, err
+	}
+	// A past executeAt fires now but stays the scheduled time that
+	// callbacks (Rtw-Scheduled-At) and GetTask report: the caller's
+	// "now" and ours differ by the time the request took to get here.
+	scheduled := now
+	if !it.ExecuteAt.IsZero() {
+		scheduled = util.CeilMillis(it.ExecuteAt)
+	}
+	due := max(scheduled, now)
+	t.ScheduledMs, t.DueMs = scheduled, due
+	v := newVersion()
+	encoded, err := encodeTask(v, t)
+	if err != nil {
+		return pendingAdd{}, err
+	}
+	return pendingAdd{task: t, version: v, encoded: encoded,
+		loc: location{version: v, minute: util.EpochMinute(due), shard: util.Shard(it.Key, w.cfg.shards)}}, nil
+}
+
 // AddTasks schedules a batch of tasks, as AddTask does for one, in one
 // round trip to Redis per slice touched plus one per index bucket (pipelined,
 // so on a standalone Redis the whole batch is one round trip, and a second
@@ -53,66 +84,71 @@ func (w *RTimeWheel) AddTasks(ctx context.Context, items []TaskAt) error {
 	}
 	errs := make([]error, len(items))
 	failed := false
-	fail := func(i int, err error) {
-		errs[i] = err
-		failed = true
-	}
 	now := util.Millis(w.now())
-	last := make(map[string]int, len(items)) // key -> index in adds
 	adds := make([]pendingAdd, 0, len(items))
 	for i, it := range items {
-		t, err := newStoredTask(it.Key, it.Task)
+		p, err := w.prepareAdd(now, it)
 		if err != nil {
-			fail(i, err)
+			errs[i], failed = err, true
 			continue
 		}
-		// A past executeAt fires now but stays the scheduled time that
-		// callbacks (Rtw-Scheduled-At) and GetTask report: the caller's
-		// "now" and ours differ by the time the request took to get here.
-		scheduled := now
-		if !it.ExecuteAt.IsZero() {
-			scheduled = util.CeilMillis(it.ExecuteAt)
-		}
-		due := max(scheduled, now)
-		t.ScheduledMs, t.DueMs = scheduled, due
-		v := newVersion()
-		encoded, err := encodeTask(v, t)
-		if err != nil {
-			fail(i, err)
-			continue
-		}
-		p := pendingAdd{item: i, task: t, version: v, encoded: encoded,
-			loc: location{version: v, minute: util.EpochMinute(due), shard: util.Shard(it.Key, w.cfg.shards)}}
-		if j, dup := last[it.Key]; dup {
-			adds[j] = p // the later item wins; the earlier counts as stored
-			continue
-		}
-		last[it.Key] = len(adds)
+		p.item = i
 		adds = append(adds, p)
 	}
-	if len(adds) > 0 {
-		if err := w.ensureWatermark(ctx); err != nil {
-			for _, p := range adds {
-				fail(p.item, err)
-			}
-		} else {
-			for _, p := range w.writeAdds(ctx, adds) {
-				fail(p.item, p.err)
-			}
-		}
+	for _, f := range w.storeAdds(ctx, adds) {
+		errs[f.item], failed = f.err, true
 	}
 	if failed {
-		// Items superseded by a later duplicate share its fate.
-		for i, it := range items {
-			if errs[i] == nil {
-				if j, ok := last[it.Key]; ok && adds[j].item != i {
-					errs[i] = errs[adds[j].item]
-				}
-			}
-		}
 		return &BatchError{Errs: errs}
 	}
 	return nil
+}
+
+// storeAdds writes adds to Redis and returns the items that failed. Of several adds with the same key the last is written;
+// the earlier ones share its fate.
+func (w *RTimeWheel) storeAdds(ctx context.Context, adds []pendingAdd) []addFailure {
+	if len(adds) == 0 {
+		return nil
+	}
+	last := make(map[string]int, len(adds)) // key -> index in unique
+	unique := adds[:0:0]
+	superseded := make(map[int]int) // item -> item that replaced it
+	for _, p := range adds {
+		if j, dup := last[p.task.Key]; dup {
+			superseded[unique[j].item] = p.item
+			unique[j] = p // the later item wins; the earlier counts as stored
+			continue
+		}
+		last[p.task.Key] = len(unique)
+		unique = append(unique, p)
+	}
+	var failures []addFailure
+	if err := w.ensureWatermark(ctx); err != nil {
+		for _, p := range unique {
+			failures = append(failures, addFailure{p.item, err})
+		}
+	} else {
+		failures = w.writeAdds(ctx, unique)
+	}
+	if len(failures) > 0 && len(superseded) > 0 {
+		byItem := make(map[int]error, len(failures))
+		for _, f := range failures {
+			byItem[f.item] = f.err
+		}
+		for earlier, later := range superseded {
+			for { // follow the chain to the item actually written
+				next, ok := superseded[later]
+				if !ok {
+					break
+				}
+				later = next
+			}
+			if err, ok := byItem[later]; ok {
+				failures = append(failures, addFailure{earlier, err})
+			}
+		}
+	}
+	return failures
 }
 
 type addFailure struct {

@@ -18,7 +18,9 @@ const versionLen = 16
 // newVersion returns a fresh random version: every add gives its entry one,
 // and ack, retry and takeover act only on the version they pulled.
 func newVersion() string {
-	return fmt.Sprintf("%016x", rand.Uint64())
+	const zeros = "0000000000000000"
+	h := strconv.FormatUint(rand.Uint64(), 16)
+	return zeros[len(h):] + h
 }
 
 // storedTask is a task as kept in a slice's body hash or in the dead

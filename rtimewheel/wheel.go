@@ -30,6 +30,8 @@ type RTimeWheel struct {
 	// watermarkSet is true once this handle has made sure the shared
 	// watermark exists, so tasks it adds are scanned.
 	watermarkSet atomic.Bool
+	// adds coalesces concurrent AddTask calls into batches.
+	adds addQueue
 
 	stopOnce sync.Once
 	stopped  atomic.Bool

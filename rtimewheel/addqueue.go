@@ -1,0 +1,82 @@
+package rtimewheel
+
+import (
+	"context"
+	"sync"
+)
+
+// maxQueuedBatch bounds how many queued adds go out in one batch.
+const maxQueuedBatch = 1000
+
+// addQueue coalesces concurrent AddTask calls into batches (group commit).
+// A call that finds no batch being written starts a writer at once, so a
+// lone call waits for nothing but its own round trip; calls that arrive
+// while a batch is in flight are written together as the next one. Each
+// call still gets its own result. Tasks are validated and encoded by their
+// callers, in parallel; only the Redis write is shared.
+type addQueue struct {
+	mu      sync.Mutex
+	pending []queuedAdd
+	writing bool // a writer goroutine is running
+}
+
+type queuedAdd struct {
+	add  pendingAdd
+	done chan error // buffered: the writer never blocks on a caller gone
+}
+
+// write queues p and waits until it is stored, fails, or ctx ends (the task
+// may then still be stored).
+func (q *addQueue) write(ctx context.Context, w *RTimeWheel, p pendingAdd) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	q.mu.Lock()
+	q.pending = append(q.pending, queuedAdd{add: p, done: done})
+	start := !q.writing
+	q.writing = true
+	q.mu.Unlock()
+	if start {
+		go q.run(w)
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// run writes queued batches until the queue is empty. The batch is not tied
+// to any one caller's context: each caller stops waiting when its own ends,
+// and the write itself is bounded by the Redis client's timeouts.
+func (q *addQueue) run(w *RTimeWheel) {
+	for {
+		q.mu.Lock()
+		n := min(len(q.pending), maxQueuedBatch)
+		if n == 0 {
+			q.writing = false
+			q.pending = nil
+			q.mu.Unlock()
+			return
+		}
+		batch := make([]queuedAdd, n)
+		copy(batch, q.pending)
+		q.pending = q.pending[n:]
+		q.mu.Unlock()
+
+		adds := make([]pendingAdd, n)
+		for i, b := range batch {
+			adds[i] = b.add
+			adds[i].item = i
+		}
+		errs := make([]error, n)
+		for _, f := range w.storeAdds(context.Background(), adds) {
+			errs[f.item] = f.err
+		}
+		for i, b := range batch {
+			b.done <- errs[i]
+		}
+	}
+}
