@@ -28,25 +28,41 @@ import (
 	"github.com/rtimewheel/rtimewheel/util"
 )
 
-// env is a Redis for one test: miniredis by default, or the real server at
-// RTW_TEST_REDIS, with a namespace of the test's own.
+// env is a Redis for one test: miniredis by default, the Redis Cluster at
+// RTW_TEST_REDIS_CLUSTER (seed nodes) or the real server at RTW_TEST_REDIS,
+// with a namespace of the test's own.
 type env struct {
-	t     testing.TB
-	mini  *miniredis.Miniredis // nil on a real Redis
-	raw   *redisclient.Client
-	redis *slotChecker
-	ns    string
+	t       testing.TB
+	mini    *miniredis.Miniredis // nil on a real Redis
+	raw     testRedis
+	cluster *redisclient.ClusterClient // nil unless on a cluster
+	redis   *slotChecker
+	ns      string
+}
+
+// testRedis is what tests need of a standalone or cluster client.
+type testRedis interface {
+	rtimewheel.RedisClient
+	Close() error
 }
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	e := &env{t: t, ns: fmt.Sprintf("t%x", rand.Uint32())}
-	addr := os.Getenv("RTW_TEST_REDIS")
-	if addr == "" {
-		e.mini = miniredis.RunT(t)
-		addr = e.mini.Addr()
+	if seeds := os.Getenv("RTW_TEST_REDIS_CLUSTER"); seeds != "" {
+		c, err := redisclient.NewClusterClientFromURL(seeds)
+		if err != nil {
+			t.Fatalf("RTW_TEST_REDIS_CLUSTER: %v", err)
+		}
+		e.raw, e.cluster = c, c
+	} else {
+		addr := os.Getenv("RTW_TEST_REDIS")
+		if addr == "" {
+			e.mini = miniredis.RunT(t)
+			addr = e.mini.Addr()
+		}
+		e.raw = redisclient.NewClient("tcp", addr, "")
 	}
-	e.raw = redisclient.NewClient("tcp", addr, "")
 	t.Cleanup(func() {
 		if e.mini == nil {
 			for _, key := range e.keys() {
@@ -71,6 +87,19 @@ func (e *env) keys() []string {
 	e.t.Helper()
 	var out []string
 	for _, pattern := range []string{e.ns + ":*", "{" + e.ns + ":*"} {
+		if e.cluster != nil {
+			// KEYS on each master: test namespaces hold few keys.
+			replies, err := e.cluster.DoEachMaster(context.Background(), "KEYS", pattern)
+			if err != nil {
+				e.t.Fatalf("keys: %v", err)
+			}
+			for _, reply := range replies {
+				for _, k := range cast.ToSlice(reply) {
+					out = append(out, cast.ToString(k))
+				}
+			}
+			continue
+		}
 		cursor := "0"
 		for {
 			reply, err := e.raw.Do(context.Background(), "SCAN", cursor, "MATCH", pattern, "COUNT", 1000)

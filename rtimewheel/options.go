@@ -13,8 +13,11 @@ const (
 	DefaultConcurrency = 1000
 	DefaultMinBackoff  = time.Second
 	DefaultMaxBackoff  = time.Hour
-	DefaultShards      = 1
+	DefaultShards      = 12
 )
+
+// maxShards is the most shards per minute WithShards accepts.
+const maxShards = 1024
 
 // Option configures an RTimeWheel.
 type Option func(*config)
@@ -74,9 +77,17 @@ func WithBackoff(minDelay, maxDelay time.Duration) Option {
 	return func(c *config) { c.minBackoff, c.maxBackoff = minDelay, maxDelay }
 }
 
-// WithShards splits every minute into n slices (default 1), the shard chosen
-// from the task key, so one busy minute spreads over the masters of a Redis
-// Cluster. All wheels of a namespace must use the same n.
+// WithShards splits every minute into n slices (default 12, at most 1024),
+// the shard chosen from the task key, so that one busy minute spreads over
+// the masters of a Redis Cluster: each shard's slot is placed in its own
+// twelfth (n-th) of the slot space, so with 12 shards every master of a
+// 1-, 2-, 3-, 4- or 6-master cluster holds the same share of each minute.
+// Workers pull every shard of every minute they scan, so more shards cost
+// more script calls per tick.
+//
+// The first wheel of a namespace stores n in Redis; a later wheel given
+// another n uses the stored one and logs a warning, since wheels that
+// slice minutes differently would not find each other's tasks.
 func WithShards(n int) Option { return func(c *config) { c.shards = n } }
 
 // WithLogger sets the logger (default slog.Default()).

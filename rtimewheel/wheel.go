@@ -2,11 +2,14 @@ package rtimewheel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/spf13/cast"
 
 	"github.com/rtimewheel/rtimewheel/lua"
 	"github.com/rtimewheel/rtimewheel/redisclient"
@@ -52,11 +55,12 @@ func NewRTimeWheel(redisClient RedisClient, httpClient CallbackClient, opts ...O
 		cfg:     cfg,
 		redis:   redisClient,
 		http:    httpClient,
-		keys:    util.NewKeys(cfg.namespace),
+		keys:    util.NewKeys(cfg.namespace).WithShards(cfg.shards),
 		scripts: lua.New(),
 		log:     cfg.logger,
 	}
 	w.loadScripts()
+	w.pinShards()
 	if cfg.worker {
 		w.worker = newWorker(w)
 		w.worker.start()
@@ -81,6 +85,33 @@ func (w *RTimeWheel) loadScripts() {
 	}
 }
 
+// pinShards makes the wheel slice minutes as every other wheel of its
+// namespace does: the first wheel stores its shard count in Redis, later
+// ones adopt the stored count, and one configured otherwise says so in the
+// log. It runs before the worker starts; when Redis cannot be asked, the
+// configured count stands.
+func (w *RTimeWheel) pinShards() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	key := w.keys.ShardCount()
+	if _, err := w.redis.Do(ctx, "SET", key, w.cfg.shards, "NX"); err != nil {
+		w.log.Warn("rtimewheel: could not pin the shard count in Redis; using the configured one", "shards", w.cfg.shards, "error", err)
+		return
+	}
+	reply, err := w.redis.Do(ctx, "GET", key)
+	stored, convErr := cast.ToIntE(cast.ToString(reply))
+	if err != nil || convErr != nil || stored < 1 || stored > maxShards {
+		w.log.Warn("rtimewheel: could not read the namespace's shard count; using the configured one", "shards", w.cfg.shards, "reply", reply, "error", errors.Join(err, convErr))
+		return
+	}
+	if stored != w.cfg.shards {
+		w.log.Warn("rtimewheel: the namespace was created with another shard count; using it, as every wheel of a namespace must",
+			"namespace", w.cfg.namespace, "configured", w.cfg.shards, "stored", stored)
+		w.cfg.shards = stored
+		w.keys = w.keys.WithShards(stored)
+	}
+}
+
 // sanitize replaces out-of-range options by their defaults, logging each.
 func (c *config) sanitize() {
 	if c.logger == nil {
@@ -101,7 +132,7 @@ func (c *config) sanitize() {
 	fix("concurrency", c.concurrency < 1, c.concurrency, func() { c.concurrency = DefaultConcurrency }, DefaultConcurrency)
 	fix("min backoff", c.minBackoff <= 0, c.minBackoff, func() { c.minBackoff = DefaultMinBackoff }, DefaultMinBackoff)
 	fix("max backoff", c.maxBackoff < c.minBackoff, c.maxBackoff, func() { c.maxBackoff = max(DefaultMaxBackoff, c.minBackoff) }, DefaultMaxBackoff)
-	fix("shards", c.shards < 1 || c.shards > 1024, c.shards, func() { c.shards = DefaultShards }, DefaultShards)
+	fix("shards", c.shards < 1 || c.shards > maxShards, c.shards, func() { c.shards = DefaultShards }, DefaultShards)
 	if c.worker && c.lease < c.tick+MaxTimeout {
 		c.logger.Info("rtimewheel: the lease is shorter than the tick plus the longest callback timeout; a slow callback may be taken over and fire twice",
 			"lease", c.lease, "tick", c.tick)

@@ -12,15 +12,31 @@ const IndexBuckets = 64
 
 // Keys builds every Redis key of one namespace. Building keys in one place
 // keeps the layout documented by code: see docs/design.md for the picture.
+// A Keys is safe for concurrent use.
 type Keys struct {
-	ns string
+	ns     string
+	shards int
+	tags   *tagCache
 }
 
-// NewKeys returns the key builder for namespace ns. The caller validates ns
-// (see ValidNamespace); Keys does not.
+// NewKeys returns the key builder for namespace ns with one shard per
+// minute (see WithShards). The caller validates ns (see ValidNamespace);
+// Keys does not.
 func NewKeys(ns string) Keys {
-	return Keys{ns: ns}
+	return Keys{ns: ns, shards: 1, tags: &tagCache{}}
 }
+
+// WithShards returns a copy of k for minutes split into n shards (n < 1
+// counts as 1). The shard count changes the slice tags, so every wheel of a
+// namespace must use the same one.
+func (k Keys) WithShards(n int) Keys {
+	k.shards = max(n, 1)
+	k.tags = &tagCache{}
+	return k
+}
+
+// Shards returns the number of shards per minute.
+func (k Keys) Shards() int { return k.shards }
 
 // Namespace returns the namespace the keys are built in.
 func (k Keys) Namespace() string { return k.ns }
@@ -42,9 +58,17 @@ func (s SliceKeys) List() []string {
 }
 
 // SliceTag returns the hash tag shared by the keys of a slice,
-// "{ns:minute:shard}".
+// "{ns:minute:shard:salt}". The salt is the smallest number that puts the
+// tag's cluster slot in ShardSlots(shard, shards), so the shards of every
+// minute spread evenly over the masters of a Redis Cluster.
 func (k Keys) SliceTag(minute int64, shard int) string {
-	return "{" + k.ns + ":" + strconv.FormatInt(minute, 10) + ":" + strconv.Itoa(shard) + "}"
+	id := sliceID{minute: minute, shard: shard}
+	if tag, ok := k.tags.get(id); ok {
+		return tag
+	}
+	tag := "{" + saltedTag(k.ns, minute, shard, max(k.shards, 1)) + "}"
+	k.tags.put(id, tag)
+	return tag
 }
 
 // Slice returns the keys of the slice for an epoch minute and shard.
@@ -61,6 +85,12 @@ func (k Keys) Slice(minute int64, shard int) SliceKeys {
 // Index returns the hash that maps taskKey to where the task lives now.
 func (k Keys) Index(taskKey string) string {
 	return fmt.Sprintf("%s:index:%d", k.ns, KeyHash(taskKey)%IndexBuckets)
+}
+
+// ShardCount returns the key holding the namespace's shards per minute, set
+// by its first wheel; later wheels adopt it.
+func (k Keys) ShardCount() string {
+	return k.ns + ":shards"
 }
 
 // Watermark returns the key holding the oldest epoch minute not yet drained.
@@ -86,6 +116,24 @@ func (k Keys) Dead() DeadKeys {
 // Worker returns the heartbeat key of one worker.
 func (k Keys) Worker(id string) string {
 	return k.ns + ":worker:" + id
+}
+
+// Stats returns the hash of one epoch minute's callback statistics: counts
+// of outcomes and a lateness histogram, added to by every worker.
+func (k Keys) Stats(minute int64) string {
+	return k.ns + ":stats:" + strconv.FormatInt(minute, 10)
+}
+
+// WorkerRegistry returns the zset of live workers (id -> last seen, ms). It
+// shares a hash tag with every WorkerHeartbeat key.
+func (k Keys) WorkerRegistry() string {
+	return "{" + k.ns + ":workers}:ids"
+}
+
+// WorkerHeartbeat returns the hash a worker reports itself in (host, start,
+// callbacks in flight); it expires when the worker stops reporting.
+func (k Keys) WorkerHeartbeat(id string) string {
+	return "{" + k.ns + ":workers}:w:" + id
 }
 
 // KeyHash is the stable 32-bit FNV-1a hash of a task key. It picks the index

@@ -20,15 +20,33 @@ func HashSlot(key string) int {
 // crc16 is CRC-16/XMODEM (polynomial 0x1021, initial value 0), the checksum
 // Redis Cluster uses for key slots.
 func crc16(s string) uint16 {
-	var crc uint16
+	return crc16Update(0, s)
+}
+
+// crc16Update continues a CRC-16/XMODEM over s: crc16(a+b) equals
+// crc16Update(crc16(a), b).
+func crc16Update(crc uint16, s string) uint16 {
 	for i := 0; i < len(s); i++ {
-		crc ^= uint16(s[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
+		crc = crc16Byte(crc, s[i])
+	}
+	return crc
+}
+
+// crc16UpdateBytes is crc16Update for a byte slice.
+func crc16UpdateBytes(crc uint16, b []byte) uint16 {
+	for _, c := range b {
+		crc = crc16Byte(crc, c)
+	}
+	return crc
+}
+
+func crc16Byte(crc uint16, c byte) uint16 {
+	crc ^= uint16(c) << 8
+	for range 8 {
+		if crc&0x8000 != 0 {
+			crc = crc<<1 ^ 0x1021
+		} else {
+			crc <<= 1
 		}
 	}
 	return crc
