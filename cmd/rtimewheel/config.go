@@ -18,11 +18,12 @@ import (
 // environment variables (API.md §1).
 type serveConfig struct {
 	Redis           string // host:port or redis:// URL; empty: embedded in-memory Redis
-	RedisCluster    string // comma-separated seed nodes (not supported yet)
+	RedisCluster    string // comma-separated seed nodes of a Redis Cluster
 	Listen          string
 	API             bool // serve the /v1 API (and the demo receiver)
 	Worker          bool // pull due tasks and fire callbacks
 	Namespace       string
+	Shards          int
 	Tick            time.Duration
 	Lease           time.Duration
 	Concurrency     int
@@ -48,6 +49,7 @@ func serveFlagEnv() map[string]string {
 		"api":               "RTW_API",
 		"worker":            "RTW_WORKER",
 		"namespace":         "RTW_NAMESPACE",
+		"shards":            "RTW_SHARDS",
 		"tick":              "RTW_TICK",
 		"lease":             "RTW_LEASE",
 		"concurrency":       "RTW_CONCURRENCY",
@@ -69,11 +71,12 @@ func parseServeConfig(args []string, getenv func(string) string, helpOut io.Writ
 	fs.SetOutput(io.Discard)
 
 	fs.StringVar(&cfg.Redis, "redis", "", "`host:port` or redis://[:password@]host:port[/db] of a standalone Redis; empty: embedded in-memory Redis (nothing persists)")
-	fs.StringVar(&cfg.RedisCluster, "redis-cluster", "", "comma-separated seed `nodes` of a Redis Cluster (not supported yet)")
+	fs.StringVar(&cfg.RedisCluster, "redis-cluster", "", "comma-separated seed `nodes` (host:port or redis:// URL) of a Redis Cluster")
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:8080", "`address` the HTTP server listens on")
 	fs.BoolVar(&cfg.API, "api", true, "serve the HTTP API")
 	fs.BoolVar(&cfg.Worker, "worker", true, "run a worker (pull due tasks, fire callbacks)")
 	fs.StringVar(&cfg.Namespace, "namespace", rtimewheel.DefaultNamespace, "prefix of every Redis key")
+	fs.IntVar(&cfg.Shards, "shards", rtimewheel.DefaultShards, "slices per minute, spread over the masters of a cluster; fixed by a namespace's first wheel")
 	fs.DurationVar(&cfg.Tick, "tick", rtimewheel.DefaultTick, "how often a worker pulls from Redis")
 	fs.DurationVar(&cfg.Lease, "lease", rtimewheel.DefaultLease, "how long a pulled task stays owned by its worker")
 	fs.IntVar(&cfg.Concurrency, "concurrency", rtimewheel.DefaultConcurrency, "most callbacks in flight per worker")
@@ -162,8 +165,10 @@ func readSecret(flagName, path, env string, getenv func(string) string) (string,
 // validate checks the values the flag parser cannot.
 func (c serveConfig) validate() error {
 	switch {
-	case c.RedisCluster != "":
-		return usagef("--redis-cluster: redis cluster mode is not supported yet")
+	case c.RedisCluster != "" && c.Redis != "":
+		return usagef("--redis and --redis-cluster: give one of them")
+	case c.Shards < 1 || c.Shards > 1024:
+		return usagef("--shards %d: must be 1 to 1024", c.Shards)
 	case !c.API && !c.Worker:
 		return usagef("--api=false and --worker=false: nothing to run")
 	case c.Listen == "":

@@ -24,7 +24,7 @@ func TestServeConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := serveConfig{
-		Listen: "127.0.0.1:8080", API: true, Worker: true, Namespace: "rtw", Tick: time.Second, Lease: 60 * time.Second,
+		Listen: "127.0.0.1:8080", API: true, Worker: true, Namespace: "rtw", Shards: 12, Tick: time.Second, Lease: 60 * time.Second,
 		Concurrency: 1000, RetryMinBackoff: time.Second, RetryMaxBackoff: time.Hour, MaxBodyBytes: 1048576,
 		DemoEcho: true, LogLevel: slog.LevelInfo,
 	}
@@ -35,7 +35,7 @@ func TestServeConfigDefaults(t *testing.T) {
 
 func equalConfig(a, b serveConfig) bool {
 	return a.Redis == b.Redis && a.RedisCluster == b.RedisCluster && a.Listen == b.Listen && a.API == b.API &&
-		a.Worker == b.Worker && a.Namespace == b.Namespace && a.Tick == b.Tick && a.Lease == b.Lease &&
+		a.Worker == b.Worker && a.Namespace == b.Namespace && a.Shards == b.Shards && a.Tick == b.Tick && a.Lease == b.Lease &&
 		a.Concurrency == b.Concurrency && a.RetryMinBackoff == b.RetryMinBackoff && a.RetryMaxBackoff == b.RetryMaxBackoff &&
 		a.MaxBodyBytes == b.MaxBodyBytes && a.DemoEcho == b.DemoEcho && a.LogLevel == b.LogLevel &&
 		a.APIToken == b.APIToken && bytes.Equal(a.SigningSecret, b.SigningSecret)
@@ -47,14 +47,14 @@ func TestServeConfigEnvAndFlags(t *testing.T) {
 		"RTW_WORKER": "true", "RTW_NAMESPACE": "shop", "RTW_TICK": "250ms", "RTW_LEASE": "90s",
 		"RTW_CONCURRENCY": "50", "RTW_RETRY_MIN_BACKOFF": "2s", "RTW_RETRY_MAX_BACKOFF": "10m",
 		"RTW_MAX_BODY_BYTES": "2048", "RTW_API_TOKEN": "env-token", "RTW_SIGNING_SECRET": "env-secret",
-		"RTW_DEMO_ECHO": "false", "RTW_LOG_LEVEL": "debug",
+		"RTW_DEMO_ECHO": "false", "RTW_LOG_LEVEL": "debug", "RTW_SHARDS": "6",
 	})
 	cfg, err := parseServeConfig(nil, env, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := serveConfig{
-		Redis: "redis://:pw@10.0.0.1:6400/2", Listen: "0.0.0.0:9000", API: false, Worker: true, Namespace: "shop",
+		Redis: "redis://:pw@10.0.0.1:6400/2", Listen: "0.0.0.0:9000", API: false, Worker: true, Namespace: "shop", Shards: 6,
 		Tick: 250 * time.Millisecond, Lease: 90 * time.Second, Concurrency: 50, RetryMinBackoff: 2 * time.Second,
 		RetryMaxBackoff: 10 * time.Minute, MaxBodyBytes: 2048, DemoEcho: false, LogLevel: slog.LevelDebug,
 		APIToken: "env-token", SigningSecret: []byte("env-secret"),
@@ -106,8 +106,10 @@ func TestServeConfigRejectsBadValues(t *testing.T) {
 		{args: []string{"--api-token-file", filepath.Join(dir, "missing")}, mention: "--api-token-file"},
 		{args: []string{"--signing-secret-file", filepath.Join(dir, "missing")}, mention: "--signing-secret-file"},
 		{args: []string{"--api-token-file", empty}, mention: "empty"},
-		{args: []string{"--redis-cluster", "10.0.0.1:7001,10.0.0.2:7001"}, mention: "redis cluster mode is not supported yet"},
-		{env: map[string]string{"RTW_REDIS_CLUSTER": "10.0.0.1:7001"}, mention: "redis cluster mode is not supported yet"},
+		{args: []string{"--redis-cluster", "10.0.0.1:7001,10.0.0.2:7001", "--redis", "10.0.0.1:6379"}, mention: "give one of them"},
+		{env: map[string]string{"RTW_REDIS_CLUSTER": "10.0.0.1:7001", "RTW_REDIS": "10.0.0.1:6379"}, mention: "--redis-cluster"},
+		{args: []string{"--shards", "0"}, mention: "--shards"},
+		{env: map[string]string{"RTW_SHARDS": "2000"}, mention: "--shards"},
 		{args: []string{"--no-such-flag"}, mention: "no-such-flag"},
 		{args: []string{"extra"}, mention: "extra"},
 		{env: map[string]string{"RTW_TICK": "soon"}, mention: "RTW_TICK"},

@@ -65,7 +65,7 @@ func isTerminal(w io.Writer) bool {
 
 // serve runs the configured roles until ctx ends.
 func serve(ctx context.Context, stopSignals func(), cfg serveConfig, logger *slog.Logger) error {
-	redis, err := openRedis(cfg.Redis, logger)
+	redis, err := openRedis(cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -111,6 +111,7 @@ func serve(ctx context.Context, stopSignals func(), cfg serveConfig, logger *slo
 		"worker", cfg.Worker,
 		"redis", redis.Address,
 		"namespace", cfg.Namespace,
+		"shards", cfg.Shards,
 		"tick", cfg.Tick.String(),
 		"lease", cfg.Lease.String(),
 		"concurrency", cfg.Concurrency,
@@ -156,6 +157,7 @@ func shutdown(server *http.Server, wheel *rtimewheel.RTimeWheel, logger *slog.Lo
 func wheelOptions(cfg serveConfig, logger *slog.Logger, metrics *serviceMetrics) []rtimewheel.Option {
 	opts := []rtimewheel.Option{
 		rtimewheel.WithNamespace(cfg.Namespace),
+		rtimewheel.WithShards(cfg.Shards),
 		rtimewheel.WithTick(cfg.Tick),
 		rtimewheel.WithLease(cfg.Lease),
 		rtimewheel.WithConcurrency(cfg.Concurrency),
@@ -180,19 +182,34 @@ func newCallbackClient(cfg serveConfig) *httpclient.Client {
 	return httpclient.NewClient(opts...)
 }
 
-// redisConn is the Redis the process works on: a standalone server, or an
-// embedded in-memory one.
+// redisConn is the Redis the process works on: a standalone server, a
+// Redis Cluster, or an embedded in-memory server.
 type redisConn struct {
-	Client  *redisclient.Client
+	Client  redisClient
 	Address string // for logs and errors: never holds a password
 	close   func()
 }
 
-// openRedis connects to the Redis at address, or starts an embedded
-// in-memory Redis when address is empty. It does not dial yet.
-func openRedis(address string, logger *slog.Logger) (*redisConn, error) {
-	if address != "" {
-		client, err := redisclient.NewClientFromURL(address)
+// redisClient is what the service needs of a standalone or cluster client.
+type redisClient interface {
+	rtimewheel.RedisClient
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// openRedis makes the client of the configured Redis (--redis-cluster,
+// --redis), or starts an embedded in-memory Redis when neither is given. It
+// does not dial yet.
+func openRedis(cfg serveConfig, logger *slog.Logger) (*redisConn, error) {
+	if cfg.RedisCluster != "" {
+		client, err := redisclient.NewClusterClientFromURL(cfg.RedisCluster)
+		if err != nil {
+			return nil, usagef("--redis-cluster: %v", err)
+		}
+		return &redisConn{Client: client, Address: client.String(), close: func() { _ = client.Close() }}, nil
+	}
+	if cfg.Redis != "" {
+		client, err := redisclient.NewClientFromURL(cfg.Redis)
 		if err != nil {
 			return nil, usagef("--redis: %v", err)
 		}
