@@ -104,7 +104,7 @@ func TestCreateTaskRejectsBadInput(t *testing.T) {
 			tasks[i] = validTask(fmt.Sprintf("k%d", i))
 		}
 		big.do("POST", "/v1/tasks:batch", map[string]any{"tasks": tasks}).wantError(t, 400, "invalid_argument", "tasks", "1000")
-		if keys := big.redis.Keys(); len(keys) != 0 {
+		if keys := big.storedKeys(); len(keys) != 0 {
 			t.Errorf("a rejected batch stored keys %v", keys)
 		}
 	})
@@ -118,7 +118,7 @@ func TestCreateTaskRejectsBadInput(t *testing.T) {
 		}
 		e.do("POST", "/v1/tasks:batch", map[string]any{"tasks": tasks}).wantError(t, 413, "payload_too_large")
 	})
-	if keys := e.redis.Keys(); len(keys) != 0 {
+	if keys := e.storedKeys(); len(keys) != 0 {
 		t.Errorf("rejected tasks stored keys in Redis: %v", keys)
 	}
 }
@@ -323,7 +323,7 @@ func TestAuthentication(t *testing.T) {
 	for _, path := range []string{"/v1/tasks/k", "/v1/dead-letters"} {
 		doWithAuthorization(t, "GET", e.server.URL+path, "", nil).wantError(t, 401, "unauthenticated")
 	}
-	if keys := e.redis.Keys(); len(keys) != 0 {
+	if keys := e.storedKeys(); len(keys) != 0 {
 		t.Errorf("unauthenticated requests stored %v", keys)
 	}
 	if a := doWithAuthorization(t, "POST", e.server.URL+"/v1/tasks", "Bearer s3cret-token", task); a.Status != http.StatusCreated {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +28,12 @@ type apiEnv struct {
 	metrics *serviceMetrics
 	server  *httptest.Server
 	token   string
+	initial []string // keys in Redis once the wheel started (its pinned shard count)
+}
+
+// storedKeys returns the keys written since the env started.
+func (e *apiEnv) storedKeys() []string {
+	return slices.DeleteFunc(e.redis.Keys(), func(k string) bool { return slices.Contains(e.initial, k) })
 }
 
 // envConfig selects what an apiEnv runs.
@@ -51,6 +58,7 @@ func newAPIEnv(t *testing.T, ec envConfig) *apiEnv {
 		API:             true,
 		Worker:          ec.worker,
 		Namespace:       "test",
+		Shards:          rtimewheel.DefaultShards,
 		Tick:            50 * time.Millisecond,
 		Lease:           rtimewheel.DefaultLease,
 		Concurrency:     100,
@@ -80,7 +88,7 @@ func newAPIEnv(t *testing.T, ec envConfig) *apiEnv {
 	}
 	server := httptest.NewServer(api.handler(true, true))
 	t.Cleanup(server.Close)
-	return &apiEnv{t: t, redis: m, wheel: wheel, metrics: metrics, server: server, token: ec.token}
+	return &apiEnv{t: t, redis: m, wheel: wheel, metrics: metrics, server: server, token: ec.token, initial: m.Keys()}
 }
 
 // answer is a response read whole.
