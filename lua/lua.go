@@ -35,6 +35,14 @@ var (
 	deadListSource string
 	//go:embed watermark.lua
 	watermarkSource string
+	//go:embed stats_add.lua
+	statsAddSource string
+	//go:embed heartbeat.lua
+	heartbeatSource string
+	//go:embed hash_read.lua
+	hashReadSource string
+	//go:embed slice_count.lua
+	sliceCountSource string
 )
 
 // Scripts are the wheel's scripts, ready to run. See each .lua file for its
@@ -52,6 +60,11 @@ type Scripts struct {
 	DeadTake  *redisclient.Script // remove and return a dead letter
 	DeadList  *redisclient.Script // list dead letters, newest first
 	Watermark *redisclient.Script // advance the drain watermark
+
+	StatsAdd   *redisclient.Script // add a worker's counts to a minute's statistics
+	Heartbeat  *redisclient.Script // record that a worker is alive
+	HashRead   *redisclient.Script // read a whole hash (statistics, heartbeats)
+	SliceCount *redisclient.Script // count the waiting and leased tasks of a slice
 }
 
 // New returns the scripts.
@@ -69,10 +82,16 @@ func New() *Scripts {
 		DeadTake:  redisclient.NewScript("dead_take", deadTakeSource),
 		DeadList:  redisclient.NewScript("dead_list", deadListSource),
 		Watermark: redisclient.NewScript("watermark", watermarkSource),
+
+		StatsAdd:   redisclient.NewScript("stats_add", statsAddSource),
+		Heartbeat:  redisclient.NewScript("heartbeat", heartbeatSource),
+		HashRead:   redisclient.NewScript("hash_read", hashReadSource),
+		SliceCount: redisclient.NewScript("slice_count", sliceCountSource),
 	}
 }
 
 // All returns every script, for loading ahead of use and for tests.
 func (s *Scripts) All() []*redisclient.Script {
-	return []*redisclient.Script{s.Add, s.Pull, s.Ack, s.Remove, s.Retry, s.Handback, s.IndexSwap, s.IndexCAS, s.DeadPut, s.DeadTake, s.DeadList, s.Watermark}
+	return []*redisclient.Script{s.Add, s.Pull, s.Ack, s.Remove, s.Retry, s.Handback, s.IndexSwap, s.IndexCAS, s.DeadPut, s.DeadTake, s.DeadList, s.Watermark,
+		s.StatsAdd, s.Heartbeat, s.HashRead, s.SliceCount}
 }

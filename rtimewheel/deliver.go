@@ -61,6 +61,7 @@ func (wk *worker) deliver(it *leased) {
 		w.log.Error("rtimewheel: could not record a callback's outcome; the task fires again after its lease",
 			"key", it.key, "attempt", attempt, "error", err)
 	}
+	wk.stats.record(ev)
 	if !res.Delivered {
 		attrs := []any{"key", it.key, "attempt", attempt, "max_attempts", t.MaxAttempts, "outcome", string(ev.Outcome)}
 		if res.StatusCode != 0 {

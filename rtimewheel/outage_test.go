@@ -134,6 +134,17 @@ func TestEveryScriptCallStaysInOneSlot(t *testing.T) {
 	if info, err := w.GetTask(ctx, "later"); err != nil || info.State != rtimewheel.StateScheduled {
 		t.Fatalf("handed-back task = %+v, %v; want it scheduled", info, err)
 	}
+	// The dashboard's reads: upcoming load, recent statistics, heartbeats.
+	if _, err := w.UpcomingLoad(ctx, 60); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.RecentStats(ctx, 60); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(t, 10*time.Second, "a heartbeat", func() bool {
+		workers, err := w.Workers(ctx)
+		return err == nil && len(workers) > 0
+	})
 	w.Stop()
 
 	// A worker ten minutes on drains the past minutes and moves the

@@ -83,10 +83,17 @@ type worker struct {
 	queue      dueQueue
 	lastClockC time.Time
 	completer  *completer
+
+	id      string // names the worker in heartbeats
+	host    string
+	started time.Time
+	stats   *statsBuffer // outcomes counted, not yet flushed to Redis
 }
 
 func newWorker(w *RTimeWheel) *worker {
-	wk := &worker{w: w, ready: make(chan *leased), wake: make(chan struct{}, 1)}
+	host := hostname()
+	wk := &worker{w: w, ready: make(chan *leased), wake: make(chan struct{}, 1),
+		id: newWorkerID(host), host: host, started: w.now(), stats: newStatsBuffer()}
 	wk.loopCtx, wk.stopLoop = context.WithCancel(context.Background())
 	wk.callCtx, wk.haltCalls = context.WithCancel(context.Background())
 	return wk
@@ -94,9 +101,10 @@ func newWorker(w *RTimeWheel) *worker {
 
 func (wk *worker) start() {
 	wk.completer = newCompleter(wk.w)
-	wk.loops.Add(2)
+	wk.loops.Add(3)
 	go wk.pullLoop()
 	go wk.dispatch()
+	go wk.statsLoop()
 	wk.pool.Add(wk.w.cfg.concurrency)
 	for range wk.w.cfg.concurrency {
 		go wk.callbackLoop()
@@ -118,6 +126,22 @@ func (wk *worker) stop(graceful bool) {
 	}
 	wk.pool.Wait()
 	wk.completer.close()
+	if graceful {
+		wk.farewell()
+	}
+}
+
+// farewell writes the last statistics and takes the worker off the
+// registry, so the dashboard stops listing it at once.
+func (wk *worker) farewell() {
+	ctx, cancel := context.WithTimeout(context.Background(), statsFlushTimeout)
+	defer cancel()
+	if err := wk.flushStats(ctx); err != nil {
+		wk.w.log.Warn("rtimewheel: could not write the last statistics", "error", err)
+	}
+	if err := wk.leave(ctx); err != nil {
+		wk.w.log.Warn("rtimewheel: could not leave the worker registry; it drops out after its heartbeat expires", "error", err)
+	}
 }
 
 func (wk *worker) pullLoop() {

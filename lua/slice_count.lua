@@ -1,0 +1,11 @@
+-- slice_count.lua: count the tasks of one slice, for the upcoming load.
+--
+-- KEYS[1]  slice due    zset  task key -> due time (ms)
+-- KEYS[2]  slice body   hash  task key -> versioned task
+-- KEYS[3]  slice lease  zset  task key -> lease deadline (ms)
+-- KEYS[4]  slice del    set   tombstones
+-- ARGV     none
+--
+-- Reply: array {waiting, leased}: entries in the due zset, and entries
+-- pulled by a worker and not yet acknowledged.
+return {redis.call('ZCARD', KEYS[1]), redis.call('ZCARD', KEYS[3])}
