@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rtimewheel/rtimewheel/cmd/rtimewheel/ui"
 	"github.com/rtimewheel/rtimewheel/redisclient"
 	"github.com/rtimewheel/rtimewheel/rtimewheel"
 )
@@ -75,6 +76,7 @@ type apiServer struct {
 	token        string // empty: no authentication
 	maxBodyBytes int64
 	now          func() time.Time
+	dashboard    http.Handler // the /ui/ assets; set by handler
 }
 
 // endpointGroup says which role serves an endpoint.
@@ -84,6 +86,7 @@ const (
 	groupV1   endpointGroup = iota // the task API: with --api, behind the bearer token
 	groupOps                       // health, readiness, metrics: always, without a token
 	groupDemo                      // the demo receiver: with --api and --demo-echo
+	groupUI                        // the dashboard's static assets: with --api, without a token (its data come from /v1)
 )
 
 // endpoint is one route of the HTTP server.
@@ -108,6 +111,11 @@ func endpoints() []endpoint {
 		{"GET", "/v1/dead-letters", groupV1, (*apiServer).listDeadLetters},
 		{"POST", "/v1/dead-letters/{key}/retry", groupV1, (*apiServer).retryDeadLetter},
 		{"DELETE", "/v1/dead-letters/{key}", groupV1, (*apiServer).deleteDeadLetter},
+		{"GET", "/v1/stats/upcoming", groupV1, (*apiServer).statsUpcoming},
+		{"GET", "/v1/stats/recent", groupV1, (*apiServer).statsRecent},
+		{"GET", "/v1/stats/workers", groupV1, (*apiServer).statsWorkers},
+		{"GET", "/v1/stats/dead-letters", groupV1, (*apiServer).statsDeadLetters},
+		{"GET", "/ui/", groupUI, (*apiServer).serveUI},
 		{"GET", "/healthz", groupOps, (*apiServer).healthz},
 		{"GET", "/readyz", groupOps, (*apiServer).readyz},
 		{"GET", "/metrics", groupOps, (*apiServer).serveMetrics},
@@ -123,9 +131,10 @@ func endpoints() []endpoint {
 // always, the task API when serveAPI, the demo receiver when also demoEcho.
 func (s *apiServer) handler(serveAPI, demoEcho bool) http.Handler {
 	mux := http.NewServeMux()
+	s.dashboard = ui.Handler("/ui/")
 	for _, e := range endpoints() {
 		switch {
-		case e.Group == groupV1 && !serveAPI, e.Group == groupDemo && !(serveAPI && demoEcho):
+		case e.Group == groupV1 && !serveAPI, e.Group == groupUI && !serveAPI, e.Group == groupDemo && !(serveAPI && demoEcho):
 			continue
 		}
 		serve := e.Serve
