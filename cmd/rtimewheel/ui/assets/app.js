@@ -142,8 +142,8 @@
       scales: { x: { time: true }, y: { range: (u, lo, hi) => [0, Math.max(5, hi)] } },
       axes: [minuteAxis, { values: (u, ticks) => ticks.map((t) => `${t} ms`), size: 60 }],
       series: [{ value: (u, v) => (v == null ? '' : hhmm(new Date(v * 1000))) },
-        { label: 'p50', stroke: '#2563eb', width: 2, spanGaps: true, value: (u, v) => (v == null ? '–' : `${v} ms`) },
-        { label: 'p99', stroke: '#7c3aed', width: 2, spanGaps: true, value: (u, v) => (v == null ? '–' : `${v} ms`) }],
+        { label: 'p50', stroke: '#2563eb', width: 2, spanGaps: true, points: { show: true, size: 5 }, value: (u, v) => (v == null ? '–' : `${v} ms`) },
+        { label: 'p99', stroke: '#7c3aed', width: 2, spanGaps: true, points: { show: true, size: 5 }, value: (u, v) => (v == null ? '–' : `${v} ms`) }],
     }, [xs, ms_.map((m) => empty(m, m.lateness_p50_ms)), ms_.map((m) => empty(m, m.lateness_p99_ms))]);
 
     let delivered = 0, retried = 0, dead = 0, p99 = null, p50 = null;

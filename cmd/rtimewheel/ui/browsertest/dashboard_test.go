@@ -107,12 +107,14 @@ func TestDashboard(t *testing.T) {
 		}
 		want[minuteKey(minute)] = n
 	}
-	// Callbacks that fire now, and three that die.
+	// Callbacks that fire in a few seconds, and three that die. Due more
+	// than a tick ahead, they are pulled early and fire on time.
+	soon := now.Add(2500 * time.Millisecond)
 	for i := range 12 {
-		srv.schedule(t, fmt.Sprintf("now-%d", i), recv.srv.URL, now.Add(time.Duration(i)*100*time.Millisecond), 5)
+		srv.schedule(t, fmt.Sprintf("now-%d", i), recv.srv.URL, soon.Add(time.Duration(i)*100*time.Millisecond), 5)
 	}
 	for i := range 3 {
-		srv.schedule(t, fmt.Sprintf("dead-%d", i), recv.srv.URL, now, 2)
+		srv.schedule(t, fmt.Sprintf("dead-%d", i), recv.srv.URL, soon, 2)
 	}
 	waitFor(t, 30*time.Second, "three dead letters and twelve deliveries", func() bool {
 		var count struct{ Count int }

@@ -44,7 +44,7 @@ func startServer(t *testing.T, token string) *server {
 	}
 	addr := freeAddr(t)
 	var logs bytes.Buffer
-	cmd := exec.Command(bin, "serve", "--listen", addr, "--api-token-file", tokenFile, "--retry-min-backoff", "200ms")
+	cmd := exec.Command(bin, "serve", "--listen", addr, "--api-token-file", tokenFile, "--retry-min-backoff", "2500ms", "--retry-max-backoff", "3s")
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
