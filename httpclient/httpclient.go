@@ -128,8 +128,10 @@ func WithUserAgent(ua string) Option {
 // NewClient returns a callback client configured by opts.
 //
 // Its transport dials with a 5s timeout, bounds TLS handshakes and the wait
-// for response headers, and keeps up to 256 idle connections per host,
-// since many callbacks usually go to one host. Redirects are not followed: a
+// for response headers, and keeps up to 1024 idle connections per host,
+// since many callbacks usually go to one host: as many as a worker's
+// default concurrency (1000), so a burst to one host reuses its connections
+// instead of dialing and closing hundreds per second. Redirects are not followed: a
 // 3xx is a failed attempt with that status. A webhook scheduler must not
 // silently send a callback somewhere else than the task says, nor turn a
 // POST into a GET on a 301, 302 or 303.
@@ -162,8 +164,8 @@ func newTransport() *http.Transport {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: time.Minute, // a backstop; each attempt's timeout is the real bound
 		ExpectContinueTimeout: time.Second,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   256,
+		MaxIdleConns:          4096,
+		MaxIdleConnsPerHost:   1024,
 		IdleConnTimeout:       90 * time.Second,
 	}
 }

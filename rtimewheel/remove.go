@@ -104,6 +104,7 @@ func (w *RTimeWheel) GetTask(ctx context.Context, key string) (*TaskInfo, error)
 	if err != nil {
 		return nil, fmt.Errorf("get task %q: %w", key, err)
 	}
+	t.Key = key
 	if version != loc.version {
 		return nil, fmt.Errorf("get task %q: %w", key, ErrNotFound)
 	}
@@ -137,6 +138,7 @@ func (w *RTimeWheel) DeadLetters(ctx context.Context, limit int) ([]TaskInfo, er
 			w.log.Warn("rtimewheel: skipping a malformed dead letter", "key", cast.ToString(flat[i]), "error", err)
 			continue
 		}
+		t.Key = cast.ToString(flat[i])
 		out = append(out, *t.info(StateDead))
 	}
 	return out, nil
@@ -163,6 +165,7 @@ func (w *RTimeWheel) RetryDeadLetter(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("retry dead letter %q: %w", key, err)
 	}
+	t.Key = key
 	if err := w.ensureWatermark(ctx); err != nil {
 		return err
 	}

@@ -24,31 +24,52 @@ func newVersion() string {
 }
 
 // storedTask is a task as kept in a slice's body hash or in the dead
-// letters, behind its version. Field names are short: they are stored once
-// per task.
+// letters, behind its version. Field names are short and fields that hold
+// their default are left out (see encodeTask): a task is stored once per
+// waiting task, so every byte counts a million times.
 type storedTask struct {
-	Key         string            `json:"k"`
+	Key         string            `json:"k,omitempty"` // not stored: the hash field is the key
 	URL         string            `json:"u"`
-	Method      string            `json:"m"`
+	Method      string            `json:"m,omitempty"` // "" stored means POST
 	Header      map[string]string `json:"h,omitempty"`
 	Body        json.RawMessage   `json:"b,omitempty"`
-	MaxAttempts int               `json:"ma"`
-	TimeoutMs   int64             `json:"to"`
-	ScheduledMs int64             `json:"s"` // execute_at as scheduled
-	DueMs       int64             `json:"n"` // when the next attempt is due
+	MaxAttempts int               `json:"ma,omitempty"` // 0 stored means DefaultMaxAttempts
+	TimeoutMs   int64             `json:"to,omitempty"` // 0 stored means DefaultTimeout
+	ScheduledMs int64             `json:"s"`            // execute_at as scheduled
+	DueMs       int64             `json:"n,omitempty"`  // when the next attempt is due; 0 stored means ScheduledMs
 	Attempts    int               `json:"a,omitempty"`
 	LastError   string            `json:"e,omitempty"`
 	DiedMs      int64             `json:"d,omitempty"`
 }
 
+// encodeTask returns the stored form of t behind version. The key (the
+// field it is stored under) and fields holding their defaults are left
+// out; decodeTask puts them back.
 func encodeTask(version string, t *storedTask) (string, error) {
-	b, err := json.Marshal(t)
+	c := *t
+	c.Key = ""
+	if c.Method == "POST" {
+		c.Method = ""
+	}
+	if c.MaxAttempts == DefaultMaxAttempts {
+		c.MaxAttempts = 0
+	}
+	if c.TimeoutMs == DefaultTimeout.Milliseconds() {
+		c.TimeoutMs = 0
+	}
+	if c.DueMs == c.ScheduledMs {
+		c.DueMs = 0
+	}
+	b, err := json.Marshal(&c)
 	if err != nil {
 		return "", fmt.Errorf("encode task %q: %w", t.Key, err)
 	}
 	return version + string(b), nil
 }
 
+// decodeTask parses a stored task, with the fields encodeTask left out
+// filled in, but for the key, which the caller knows and sets (tasks stored
+// with every field decode the same).
 func decodeTask(raw string) (version string, t *storedTask, err error) {
 	if len(raw) < versionLen {
 		return "", nil, fmt.Errorf("decode task: %d bytes is too short", len(raw))
@@ -56,6 +77,18 @@ func decodeTask(raw string) (version string, t *storedTask, err error) {
 	t = new(storedTask)
 	if err := json.Unmarshal([]byte(raw[versionLen:]), t); err != nil {
 		return "", nil, fmt.Errorf("decode task: %w", err)
+	}
+	if t.Method == "" {
+		t.Method = "POST"
+	}
+	if t.MaxAttempts == 0 {
+		t.MaxAttempts = DefaultMaxAttempts
+	}
+	if t.TimeoutMs == 0 {
+		t.TimeoutMs = DefaultTimeout.Milliseconds()
+	}
+	if t.DueMs == 0 {
+		t.DueMs = t.ScheduledMs
 	}
 	return raw[:versionLen], t, nil
 }
