@@ -34,6 +34,9 @@ const (
 	maxPullBackoff = 5 * time.Second
 	// pullTimeout bounds one pull, all its round trips included.
 	pullTimeout = 30 * time.Second
+	// minPullGap spaces out the extra pulls that adds of tasks due before
+	// the latest pull's horizon ask for.
+	minPullGap = 10 * time.Millisecond
 	// clockCheckEvery is how often the worker measures its clock against
 	// Redis's.
 	clockCheckEvery = 30 * time.Second
@@ -79,6 +82,12 @@ type worker struct {
 	pool       sync.WaitGroup // callback goroutines
 	ready      chan *leased
 	wake       chan struct{}
+	// pulledTo is the horizon (ms) of the latest pull. A task added due
+	// before it may have missed that pull, so adding one sends on
+	// pullSoon and the pull loop pulls again at once instead of a tick
+	// later: a task added for the next moment fires on time too.
+	pulledTo atomic.Int64
+	pullSoon chan struct{}
 	mu         sync.Mutex
 	queue      dueQueue
 	lastClockC time.Time
@@ -92,7 +101,7 @@ type worker struct {
 
 func newWorker(w *RTimeWheel) *worker {
 	host := hostname()
-	wk := &worker{w: w, ready: make(chan *leased), wake: make(chan struct{}, 1),
+	wk := &worker{w: w, ready: make(chan *leased), wake: make(chan struct{}, 1), pullSoon: make(chan struct{}, 1),
 		id: newWorkerID(host), host: host, started: w.now(), stats: newStatsBuffer()}
 	wk.loopCtx, wk.stopLoop = context.WithCancel(context.Background())
 	wk.callCtx, wk.haltCalls = context.WithCancel(context.Background())
@@ -186,7 +195,29 @@ func (wk *worker) pullLoop() {
 		case <-wk.loopCtx.Done():
 			return
 		case <-ticker.C:
+		case <-wk.pullSoon:
+			// Pulls asked for by adds come at most every minPullGap.
+			if gap := minPullGap - time.Since(start); gap > 0 {
+				select {
+				case <-wk.loopCtx.Done():
+					return
+				case <-time.After(gap):
+				}
+			}
 		}
+	}
+}
+
+// added tells the worker that a task due at dueMs was stored. If the
+// latest pull's horizon already covers dueMs, that pull may have run before
+// the task was there, so the worker pulls again now.
+func (wk *worker) added(dueMs int64) {
+	if dueMs > wk.pulledTo.Load() {
+		return // the next regular pull takes it in time
+	}
+	select {
+	case wk.pullSoon <- struct{}{}:
+	default: // a pull is asked for already
 	}
 }
 
@@ -227,6 +258,7 @@ func (wk *worker) pullAll(ctx context.Context) (int, error) {
 	w := wk.w
 	now := util.Millis(w.now())
 	horizon := now + 2*w.cfg.tick.Milliseconds()
+	wk.pulledTo.Store(horizon)
 	if err := w.ensureWatermark(ctx); err != nil {
 		return 0, err
 	}

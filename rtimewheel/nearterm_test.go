@@ -1,0 +1,40 @@
+package rtimewheel_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rtimewheel/rtimewheel/rtimewheel"
+)
+
+// A task added due sooner than the horizon of the worker's latest pull
+// missed that pull; the worker pulls again at once instead of a tick later,
+// so it still fires at its time. The tick here is 5 s: without the extra
+// pull the task would fire seconds late.
+func TestTaskAddedForTheNextMomentFiresOnTime(t *testing.T) {
+	e := newEnv(t)
+	recv := newReceiver(t, nil)
+	pulled := make(chan struct{}, 1)
+	w := e.wheel(newHTTP(), rtimewheel.WithTick(5*time.Second), rtimewheel.WithPullHook(func(rtimewheel.PullEvent) {
+		select {
+		case pulled <- struct{}{}:
+		default:
+		}
+	}))
+	select {
+	case <-pulled: // the first pull ran: its horizon is 10 s ahead
+	case <-time.After(5 * time.Second):
+		t.Fatal("the worker did not pull")
+	}
+	for i, delay := range []time.Duration{300 * time.Millisecond, 1200 * time.Millisecond} {
+		due := time.Now().Add(delay).Truncate(time.Millisecond)
+		key := []string{"soon", "later"}[i]
+		mustAdd(t, w, key, task(recv.url(), nil), due)
+		got := recv.waitCount(t, i+1, 5*time.Second)
+		late := got[i].at.Sub(due)
+		t.Logf("%s: added %v ahead, fired %v after its time", key, delay, late)
+		if got[i].key != key || late < 0 || late > time.Second {
+			t.Fatalf("%s fired %v after its time (negative: early); want on time, not a tick (5s) late", got[i].key, late)
+		}
+	}
+}
