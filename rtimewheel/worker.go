@@ -72,22 +72,22 @@ func (b *batch) done() {
 type worker struct {
 	w *RTimeWheel
 
-	loopCtx    context.Context // ends when the worker stops pulling
-	stopLoop   context.CancelFunc
-	callCtx    context.Context // ends only when the worker is halted
-	haltCalls  context.CancelFunc
-	halted     atomic.Bool
-	inFlight   atomic.Int64
-	loops      sync.WaitGroup // pull loop and dispatcher
-	pool       sync.WaitGroup // callback goroutines
-	ready      chan *leased
-	wake       chan struct{}
+	loopCtx   context.Context // ends when the worker stops pulling
+	stopLoop  context.CancelFunc
+	callCtx   context.Context // ends only when the worker is halted
+	haltCalls context.CancelFunc
+	halted    atomic.Bool
+	inFlight  atomic.Int64
+	loops     sync.WaitGroup // pull loop and dispatcher
+	pool      sync.WaitGroup // callback goroutines
+	ready     chan *leased
+	wake      chan struct{}
 	// pulledTo is the horizon (ms) of the latest pull. A task added due
 	// before it may have missed that pull, so adding one sends on
 	// pullSoon and the pull loop pulls again at once instead of a tick
 	// later: a task added for the next moment fires on time too.
-	pulledTo atomic.Int64
-	pullSoon chan struct{}
+	pulledTo   atomic.Int64
+	pullSoon   chan struct{}
 	mu         sync.Mutex
 	queue      dueQueue
 	lastClockC time.Time
