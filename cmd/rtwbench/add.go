@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/rtimewheel/rtimewheel/redisclient"
+	"github.com/rtimewheel/rtimewheel/rtimewheel"
+)
+
+// rawZadd is the cheapest useful script: one ZADD. Its EVALSHA rate is the
+// limit of any one-script-per-call design on this Redis and machine.
+var rawZadd = redisclient.NewScript("rtwbench_zadd", "return redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])")
+
+// Names of the rows of the add phase; later rows refer to them as limits.
+const (
+	rowRawSeq   = "raw EVALSHA (1 ZADD), sequential"
+	rowRawPar   = "raw EVALSHA (1 ZADD), %d goroutines"
+	rowPipe     = "pipelined ZADD, %d goroutines × %d"
+	rowAddSeq   = "AddTask, sequential"
+	rowAddPar   = "AddTask, %d goroutines"
+	rowAddTasks = "AddTasks, %d goroutines × %d tasks"
+)
+
+// addPhase measures the limits of Redis (raw EVALSHA, pipelined ZADD) and
+// the wheel's AddTask and AddTasks, interleaved round by round.
+func (e *env) addPhase(ctx context.Context) error {
+	cfg := e.cfg
+	ns := e.namespace("add")
+	rc := e.client()
+	defer rc.Close()
+	w := rtimewheel.NewRTimeWheel(rc, nil, rtimewheel.WithNamespace(ns), rtimewheel.WithoutWorker(), rtimewheel.WithLogger(e.log))
+	defer w.Stop()
+	var seq atomic.Int64
+	next := func() string { return strconv.FormatInt(seq.Add(1), 10) }
+	at := time.Now().Add(24 * time.Hour) // never due during the run
+	rawKey := "{" + ns + ":raw}:z"
+	task := e.task()
+
+	rawCall := func(ctx context.Context, _ int) (int, error) {
+		n := next()
+		_, err := rc.Eval(ctx, rawZadd, []string{rawKey}, n, "m"+n)
+		return 1, err
+	}
+	addOne := func(ctx context.Context, _ int) (int, error) {
+		return 1, w.AddTask(ctx, "a"+next(), task, at)
+	}
+	single, err := interleave(ctx, e.p, cfg.rounds,
+		trial{"raw EVALSHA, sequential", func(ctx context.Context) (float64, error) { return rate(ctx, 1, cfg.duration, rawCall) }},
+		trial{"AddTask, sequential", func(ctx context.Context) (float64, error) { return rate(ctx, 1, cfg.duration, addOne) }},
+		trial{"raw EVALSHA, concurrent", func(ctx context.Context) (float64, error) { return rate(ctx, cfg.conc, cfg.duration, rawCall) }},
+		trial{"AddTask, concurrent", func(ctx context.Context) (float64, error) { return rate(ctx, cfg.conc, cfg.duration, addOne) }},
+	)
+	if err != nil {
+		return err
+	}
+
+	pool := &redis.Pool{MaxIdle: cfg.batchConc, Dial: func() (redis.Conn, error) { return redis.Dial("tcp", e.addr) }}
+	defer pool.Close()
+	pipeKey := "{" + ns + ":raw}:p"
+	pipelined := func(ctx context.Context, _ int) (int, error) {
+		conn, err := pool.GetContext(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("pipelined zadd: %w", err)
+		}
+		defer conn.Close()
+		for range cfg.batchSize {
+			n := next()
+			if err := conn.Send("ZADD", pipeKey, n, "m"+n); err != nil {
+				return 0, fmt.Errorf("pipelined zadd: %w", err)
+			}
+		}
+		if _, err := conn.Do(""); err != nil {
+			return 0, fmt.Errorf("pipelined zadd: %w", err)
+		}
+		return cfg.batchSize, nil
+	}
+	addBatch := func(ctx context.Context, _ int) (int, error) {
+		batch := make([]rtimewheel.TaskAt, cfg.batchSize)
+		for i := range batch {
+			// Spread over ten minutes, as a real batch would be.
+			batch[i] = rtimewheel.TaskAt{Key: "b" + next(), Task: task, ExecuteAt: at.Add(time.Duration(i) * 600 * time.Millisecond)}
+		}
+		return len(batch), w.AddTasks(ctx, batch)
+	}
+	batched, err := interleave(ctx, e.p, cfg.rounds,
+		trial{"pipelined ZADD", func(ctx context.Context) (float64, error) { return rate(ctx, cfg.batchConc, cfg.duration, pipelined) }},
+		trial{"AddTasks", func(ctx context.Context) (float64, error) { return rate(ctx, cfg.batchConc, cfg.duration, addBatch) }},
+	)
+	if err != nil {
+		return err
+	}
+
+	r := e.res
+	rawPar := fmt.Sprintf(rowRawPar, cfg.conc)
+	pipe := fmt.Sprintf(rowPipe, cfg.batchConc, cfg.batchSize)
+	r.add(row{Name: rowRawSeq, Value: single[0], Unit: "calls/s"})
+	r.add(row{Name: rawPar, Value: single[2], Unit: "calls/s"})
+	r.add(row{Name: pipe, Value: batched[0], Unit: "ZADDs/s"})
+	r.against(rowAddSeq, single[1], "tasks/s", rowRawSeq, 0)
+	r.against(fmt.Sprintf(rowAddPar, cfg.conc), single[3], "tasks/s", rawPar, 0.8)
+	addTasks := fmt.Sprintf(rowAddTasks, cfg.batchConc, cfg.batchSize)
+	met := batched[1] >= 250_000
+	r.add(row{Name: addTasks, Value: batched[1], Unit: "tasks/s", Limit: pipe, Ratio: ratio(batched[1], batched[0]),
+		Target: "≥ 250k tasks/s", Met: &met})
+	return nil
+}
+
+// addSpread adds n tasks made by item (the task itself is e.task()) with
+// AddTasks, in batches of cfg.batchSize from cfg.batchConc goroutines,
+// showing label and the count on the progress line.
+func (e *env) addSpread(ctx context.Context, w *rtimewheel.RTimeWheel, n int, label string, item func(i int) rtimewheel.TaskAt) error {
+	cfg := e.cfg
+	var next atomic.Int64
+	task := e.task()
+	stop := e.p.watch(func() string { return fmt.Sprintf("%s %d/%d", label, min(int(next.Load()), n), n) })
+	defer stop()
+	var wg sync.WaitGroup
+	errs := make([]error, cfg.batchConc)
+	for g := range cfg.batchConc {
+		wg.Go(func() {
+			for {
+				from := int(next.Add(int64(cfg.batchSize))) - cfg.batchSize
+				if from >= n {
+					return
+				}
+				batch := make([]rtimewheel.TaskAt, 0, cfg.batchSize)
+				for i := from; i < min(from+cfg.batchSize, n); i++ {
+					it := item(i)
+					it.Task = task
+					batch = append(batch, it)
+				}
+				if err := w.AddTasks(ctx, batch); err != nil {
+					errs[g] = fmt.Errorf("%s: %w", label, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

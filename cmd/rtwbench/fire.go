@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rtimewheel/rtimewheel/httpclient"
+	"github.com/rtimewheel/rtimewheel/rtimewheel"
+)
+
+// firePhase measures the raw HTTP rate against the receiver, then has
+// cfg.fireWorkers workers fire cfg.fireTasks tasks due within one second and
+// reports how fast and how precisely they arrived.
+func (e *env) firePhase(ctx context.Context) error {
+	cfg := e.cfg
+	conc := cfg.fireWorkers * cfg.fireConc
+	rawName := fmt.Sprintf("raw HTTP (plain Go client), %d in flight", conc)
+	raw, err := e.rawHTTP(ctx, conc)
+	if err != nil {
+		return err
+	}
+	e.res.add(row{Name: rawName, Value: raw, Unit: "requests/s"})
+
+	ns := e.namespace("fire")
+	var engineEarly atomic.Int64
+	var workers []*rtimewheel.RTimeWheel
+	var clients []io.Closer
+	stopAll := func() { // Stop hands back what was pulled, so close Redis after
+		var wg sync.WaitGroup
+		for _, w := range workers {
+			wg.Go(w.Stop)
+		}
+		wg.Wait()
+		for _, c := range clients {
+			c.Close()
+		}
+		workers, clients = nil, nil
+	}
+	defer stopAll()
+	for range cfg.fireWorkers {
+		rc := e.client()
+		clients = append(clients, rc)
+		workers = append(workers, rtimewheel.NewRTimeWheel(rc, httpclient.NewClient(),
+			rtimewheel.WithNamespace(ns), rtimewheel.WithConcurrency(cfg.fireConc), rtimewheel.WithLogger(e.log),
+			rtimewheel.WithCallbackHook(func(ev rtimewheel.CallbackEvent) {
+				if ev.FiredAt.Before(ev.DueAt) {
+					engineEarly.Add(1)
+				}
+			})))
+	}
+	rc := e.client()
+	defer rc.Close()
+	client := rtimewheel.NewRTimeWheel(rc, nil, rtimewheel.WithNamespace(ns), rtimewheel.WithoutWorker(), rtimewheel.WithLogger(e.log))
+	defer client.Stop()
+
+	// Due from first on, spread evenly over one second; first leaves time
+	// to add them all at the rate AddTasks showed (or a guess of 20k/s).
+	n := cfg.fireTasks
+	addRate := max(e.res.value(fmt.Sprintf(rowAddTasks, cfg.batchConc, cfg.batchSize)), 20_000)
+	lead := 3*time.Second + time.Duration(1.5*float64(n)/addRate*float64(time.Second))
+	first := time.Now().Add(lead).Truncate(time.Millisecond)
+	err = e.addSpread(ctx, client, n, "firing: adding tasks", func(i int) rtimewheel.TaskAt {
+		at := first.Add(time.Duration(i) * time.Second / time.Duration(n)).Truncate(time.Millisecond)
+		return rtimewheel.TaskAt{Key: firePrefix + strconv.Itoa(i), ExecuteAt: at}
+	})
+	if err != nil {
+		return err
+	}
+	if time.Now().After(first) {
+		e.res.note("firing: adding took longer than the %s planned; the first tasks were overdue when added", lead.Round(time.Millisecond))
+	}
+
+	// Wait for all, for at most a minute after they are due plus four times
+	// what the raw HTTP rate needs for them.
+	limit := first.Add(time.Second + time.Minute + time.Duration(4*float64(n)/raw*float64(time.Second)))
+	stop := e.p.watch(func() string {
+		if d := time.Until(first); d > 0 {
+			return fmt.Sprintf("firing: %d tasks added, due in %.1f s", n, d.Seconds())
+		}
+		return fmt.Sprintf("firing: %d/%d delivered", e.recv.delivered.Load(), n)
+	})
+	for e.recv.delivered.Load() < int64(n) && time.Now().Before(limit) && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond) // polling the receiver's counter
+	}
+	stop()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	stopAll()
+
+	delivered := e.recv.delivered.Load()
+	var late []time.Duration
+	early, dups := 0, 0
+	for i := range n {
+		h := e.recv.hits[i].Load()
+		if h == 0 {
+			continue
+		}
+		dups += int(h - 1)
+		l := time.Duration(e.recv.late[i].Load())
+		if l < 0 {
+			early++
+		}
+		late = append(late, l)
+	}
+	slices.Sort(late)
+	span := time.Duration(e.recv.last.Load() - first.UnixNano())
+	fired := float64(delivered) / span.Seconds()
+
+	r := e.res
+	prefix := fmt.Sprintf("fire %d tasks due within 1 s, %d workers: ", n, cfg.fireWorkers)
+	allOK := delivered == int64(n) && early == 0
+	r.add(row{Name: prefix + "delivered", Value: float64(delivered), Unit: "tasks", Target: "all, none early", Met: &allOK})
+	r.add(row{Name: prefix + "early (receiver's clock)", Value: float64(early), Unit: "tasks"})
+	r.add(row{Name: prefix + "early (worker's clock)", Value: float64(engineEarly.Load()), Unit: "tasks"})
+	r.add(row{Name: prefix + "duplicates", Value: float64(dups), Unit: "tasks"})
+	r.add(row{Name: prefix + "first due to last delivered", Value: span.Seconds(), Unit: "s"})
+	r.against(prefix+"callbacks/s", fired, "callbacks/s", rawName, 0.5)
+	r.add(row{Name: prefix + "lateness p50", Value: ms(percentile(late, 50)), Unit: "ms"})
+	r.add(row{Name: prefix + "lateness p99", Value: ms(percentile(late, 99)), Unit: "ms"})
+	if len(late) > 0 {
+		r.add(row{Name: prefix + "lateness max", Value: ms(late[len(late)-1]), Unit: "ms"})
+	}
+	if b := e.recv.bad.Load(); b > 0 {
+		r.note("firing: %d callbacks had a key or Rtw-Scheduled-At the receiver could not read", b)
+	}
+	if fired > 0.9*float64(n) {
+		r.note("firing: the callbacks kept up with the schedule (%d due per second), so callbacks/s is bounded by the schedule, not by the machine", n)
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// rawHTTP measures what a plain Go HTTP client achieves against the
+// receiver with conc requests in flight: the same method, body size and
+// number of headers as a callback.
+func (e *env) rawHTTP(ctx context.Context, conc int) (float64, error) {
+	tr := &http.Transport{MaxIdleConnsPerHost: conc}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	url := e.recv.url + "/raw"
+	body := []byte(e.body)
+	op := func(ctx context.Context, _ int) (int, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(httpclient.HeaderTaskKey, "raw")
+		req.Header.Set(httpclient.HeaderAttempt, "1")
+		req.Header.Set(httpclient.HeaderScheduledAt, "2026-11-22T08:00:00.250Z")
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, fmt.Errorf("raw http: %w", err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return 1, nil
+	}
+	got, err := interleave(ctx, e.p, e.cfg.rounds,
+		trial{"raw HTTP", func(ctx context.Context) (float64, error) { return rate(ctx, conc, e.cfg.duration, op) }})
+	if err != nil {
+		return 0, err
+	}
+	return got[0], nil
+}
