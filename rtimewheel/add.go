@@ -129,13 +129,11 @@ func (w *RTimeWheel) storeAdds(ctx context.Context, adds []pendingAdd) []addFail
 		}
 	} else {
 		failures = w.writeAdds(ctx, unique)
-		if w.worker != nil {
-			soonest := unique[0].task.DueMs
-			for _, p := range unique[1:] {
-				soonest = min(soonest, p.task.DueMs)
-			}
-			w.worker.added(soonest)
+		soonest := unique[0].task.DueMs
+		for _, p := range unique[1:] {
+			soonest = min(soonest, p.task.DueMs)
 		}
+		w.signalNear(ctx, soonest)
 	}
 	if len(failures) > 0 && len(superseded) > 0 {
 		byItem := make(map[int]error, len(failures))

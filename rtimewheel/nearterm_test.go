@@ -38,3 +38,32 @@ func TestTaskAddedForTheNextMomentFiresOnTime(t *testing.T) {
 		}
 	}
 }
+
+// The same through a handle without a worker (an API-only process): the
+// add bumps a counter every worker polls, so a worker elsewhere pulls it
+// at once.
+func TestTaskAddedElsewhereForTheNextMomentFiresOnTime(t *testing.T) {
+	e := newEnv(t)
+	recv := newReceiver(t, nil)
+	pulled := make(chan struct{}, 1)
+	e.wheel(newHTTP(), rtimewheel.WithTick(5*time.Second), rtimewheel.WithPullHook(func(rtimewheel.PullEvent) {
+		select {
+		case pulled <- struct{}{}:
+		default:
+		}
+	}))
+	client := e.wheel(nil, rtimewheel.WithoutWorker(), rtimewheel.WithTick(5*time.Second))
+	select {
+	case <-pulled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the worker did not pull")
+	}
+	due := time.Now().Add(300 * time.Millisecond).Truncate(time.Millisecond)
+	mustAdd(t, client, "elsewhere", task(recv.url(), nil), due)
+	got := recv.waitCount(t, 1, 6*time.Second)
+	late := got[0].at.Sub(due)
+	t.Logf("added 300ms ahead through a handle without a worker, fired %v after its time", late)
+	if late < 0 || late > time.Second {
+		t.Fatalf("fired %v after its time (negative: early); want on time, not a tick (5s) late", late)
+	}
+}

@@ -110,10 +110,11 @@ func newWorker(w *RTimeWheel) *worker {
 
 func (wk *worker) start() {
 	wk.completer = newCompleter(wk.w)
-	wk.loops.Add(3)
+	wk.loops.Add(4)
 	go wk.pullLoop()
 	go wk.dispatch()
 	go wk.statsLoop()
+	go wk.nearLoop()
 	wk.pool.Add(wk.w.cfg.concurrency)
 	for range wk.w.cfg.concurrency {
 		go wk.callbackLoop()
@@ -215,6 +216,11 @@ func (wk *worker) added(dueMs int64) {
 	if dueMs > wk.pulledTo.Load() {
 		return // the next regular pull takes it in time
 	}
+	wk.pullNow()
+}
+
+// pullNow asks the pull loop for a pull at once.
+func (wk *worker) pullNow() {
 	select {
 	case wk.pullSoon <- struct{}{}:
 	default: // a pull is asked for already

@@ -93,6 +93,12 @@ func (k Keys) ShardCount() string {
 	return k.ns + ":shards"
 }
 
+// Near returns the counter that adds of tasks due within two ticks bump,
+// so that every worker pulls them at once.
+func (k Keys) Near() string {
+	return k.ns + ":near"
+}
+
 // Watermark returns the key holding the oldest epoch minute not yet drained.
 func (k Keys) Watermark() string {
 	return k.ns + ":watermark"
