@@ -36,7 +36,7 @@ func (e *env) addPhase(ctx context.Context) error {
 	ns := e.namespace("add")
 	rc := e.client()
 	defer rc.Close()
-	w := rtimewheel.NewRTimeWheel(rc, nil, rtimewheel.WithNamespace(ns), rtimewheel.WithoutWorker(), rtimewheel.WithLogger(e.log))
+	w := rtimewheel.NewRTimeWheel(rc, nil, e.options(ns, rtimewheel.WithoutWorker())...)
 	defer w.Stop()
 	var seq atomic.Int64
 	next := func() string { return strconv.FormatInt(seq.Add(1), 10) }
@@ -52,11 +52,12 @@ func (e *env) addPhase(ctx context.Context) error {
 	addOne := func(ctx context.Context, _ int) (int, error) {
 		return 1, w.AddTask(ctx, "a"+next(), task, at)
 	}
+	spent := costs{}
 	single, err := interleave(ctx, e.p, cfg.rounds,
-		trial{"raw EVALSHA, sequential", func(ctx context.Context) (float64, error) { return rate(ctx, 1, cfg.duration, rawCall) }},
-		trial{"AddTask, sequential", func(ctx context.Context) (float64, error) { return rate(ctx, 1, cfg.duration, addOne) }},
-		trial{"raw EVALSHA, concurrent", func(ctx context.Context) (float64, error) { return rate(ctx, cfg.conc, cfg.duration, rawCall) }},
-		trial{"AddTask, concurrent", func(ctx context.Context) (float64, error) { return rate(ctx, cfg.conc, cfg.duration, addOne) }},
+		e.costed(spent, "raw EVALSHA, sequential", 1, rawCall),
+		e.costed(spent, "AddTask, sequential", 1, addOne),
+		e.costed(spent, "raw EVALSHA, concurrent", cfg.conc, rawCall),
+		e.costed(spent, "AddTask, concurrent", cfg.conc, addOne),
 	)
 	if err != nil {
 		return err
@@ -91,8 +92,8 @@ func (e *env) addPhase(ctx context.Context) error {
 		return len(batch), w.AddTasks(ctx, batch)
 	}
 	batched, err := interleave(ctx, e.p, cfg.rounds,
-		trial{"pipelined ZADD", func(ctx context.Context) (float64, error) { return rate(ctx, cfg.batchConc, cfg.duration, pipelined) }},
-		trial{"AddTasks", func(ctx context.Context) (float64, error) { return rate(ctx, cfg.batchConc, cfg.duration, addBatch) }},
+		e.costed(spent, "pipelined ZADD", cfg.batchConc, pipelined),
+		e.costed(spent, "AddTasks", cfg.batchConc, addBatch),
 	)
 	if err != nil {
 		return err
@@ -110,7 +111,41 @@ func (e *env) addPhase(ctx context.Context) error {
 	met := batched[1] >= 250_000
 	r.add(row{Name: addTasks, Value: batched[1], Unit: "tasks/s", Limit: pipe, Ratio: ratio(batched[1], batched[0]),
 		Target: "≥ 250k tasks/s", Met: &met})
+	for _, t := range []struct{ trial, name string }{
+		{"raw EVALSHA, concurrent", rawPar},
+		{"AddTask, concurrent", fmt.Sprintf(rowAddPar, cfg.conc)},
+		{"pipelined ZADD", pipe},
+		{"AddTasks", addTasks},
+	} {
+		client, redis := spent.perUnit(t.trial)
+		r.add(row{Name: "CPU per call or task, " + t.name + ": Redis", Value: float64(redis.Nanoseconds()) / 1000, Unit: "µs"})
+		r.add(row{Name: "CPU per call or task, " + t.name + ": rtwbench (client)", Value: float64(client.Nanoseconds()) / 1000, Unit: "µs"})
+	}
 	return nil
+}
+
+// costed is a trial of op from conc goroutines that also records, in spent,
+// the CPU it took in this process and in Redis's main thread.
+func (e *env) costed(spent costs, name string, conc int, op opFunc) trial {
+	return trial{name, func(ctx context.Context) (float64, error) {
+		c0 := processCPU()
+		r0, err := redisCPU(ctx, e.redis)
+		if err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		v, err := rate(ctx, conc, e.cfg.duration, op)
+		if err != nil {
+			return 0, err
+		}
+		units := v * time.Since(start).Seconds()
+		r1, err := redisCPU(ctx, e.redis)
+		if err != nil {
+			return 0, err
+		}
+		spent[name] = append(spent[name], cost{units: units, client: processCPU() - c0, redis: r1 - r0})
+		return v, nil
+	}}
 }
 
 // addSpread adds n tasks made by item (the task itself is e.task()) with

@@ -36,6 +36,16 @@ func (e *env) namespace(purpose string) string {
 	return ns
 }
 
+// options returns the options of every wheel of the run in namespace ns,
+// followed by extra.
+func (e *env) options(ns string, extra ...rtimewheel.Option) []rtimewheel.Option {
+	opts := []rtimewheel.Option{rtimewheel.WithNamespace(ns), rtimewheel.WithLogger(e.log)}
+	if e.cfg.shards > 0 {
+		opts = append(opts, rtimewheel.WithShards(e.cfg.shards))
+	}
+	return append(opts, extra...)
+}
+
 // client returns a new Redis client; the caller closes it.
 func (e *env) client() *redisclient.Client {
 	return redisclient.NewClient("tcp", e.addr, "")

@@ -57,6 +57,7 @@ type config struct {
 	pulls       int
 	rtimewheel  string
 	cpuProfile  string
+	shards      int // 0: the wheel's default
 	skip        map[string]bool
 }
 
@@ -80,6 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.scaleTasks, "scale-tasks", 1_000_000, "waiting tasks for the memory and pull-time figures")
 	fs.IntVar(&c.pulls, "pulls", 100, "pulls measured with and without the waiting tasks")
 	fs.StringVar(&c.rtimewheel, "rtimewheel", "", "path of the rtimewheel binary for the HTTP API phase (default: beside rtwbench, on PATH, or go build)")
+	fs.IntVar(&c.shards, "shards", 0, "slices per minute (WithShards); 0 keeps the wheel's default")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of rtwbench (client, workers and receiver; not Redis) to `file`")
 	fs.StringVar(&skip, "skip", "", "comma-separated phases to skip: add, api, fire, scale")
 	if err := fs.Parse(args); err != nil {

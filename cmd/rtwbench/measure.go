@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -148,4 +149,39 @@ func (p *progress) watch(status func() string) (stop func()) {
 		}
 	})
 	return func() { close(quit); wg.Wait() }
+}
+
+// cost is the CPU one trial round used, client side and in Redis, for the
+// units it completed.
+type cost struct {
+	units         float64
+	client, redis time.Duration
+}
+
+// costs collects the cost of trials by name.
+type costs map[string][]cost
+
+// perUnit returns the CPU per unit of the named trial's rounds, client side
+// and in Redis.
+func (c costs) perUnit(name string) (client, redis time.Duration) {
+	var units float64
+	var cl, rd time.Duration
+	for _, x := range c[name] {
+		units += x.units
+		cl += x.client
+		rd += x.redis
+	}
+	if units == 0 {
+		return 0, 0
+	}
+	return time.Duration(float64(cl) / units), time.Duration(float64(rd) / units)
+}
+
+// processCPU returns the CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -177,3 +177,21 @@ func memoryByKind(ctx context.Context, c *redisclient.Client, ns string) (out ma
 	}
 	return out, body, nil
 }
+
+// redisCPU returns the CPU time Redis's main thread has used (user and
+// system), the thread that runs every command and script.
+func redisCPU(ctx context.Context, c *redisclient.Client) (time.Duration, error) {
+	var total time.Duration
+	for _, field := range []string{"used_cpu_user_main_thread", "used_cpu_sys_main_thread"} {
+		v, err := redisInfo(ctx, c, "cpu", field)
+		if err != nil {
+			return 0, err
+		}
+		secs, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("info cpu %s: %w", field, err)
+		}
+		total += time.Duration(secs * float64(time.Second))
+	}
+	return total, nil
+}

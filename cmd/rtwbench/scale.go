@@ -34,7 +34,7 @@ func (e *env) scalePhase(ctx context.Context) error {
 	full, empty := e.namespace("scale"), e.namespace("empty")
 	rc := e.client()
 	defer rc.Close()
-	w := rtimewheel.NewRTimeWheel(rc, nil, rtimewheel.WithNamespace(full), rtimewheel.WithoutWorker(), rtimewheel.WithLogger(e.log))
+	w := rtimewheel.NewRTimeWheel(rc, nil, e.options(full, rtimewheel.WithoutWorker())...)
 	defer w.Stop()
 	dueFrom := time.Now().Add(3 * time.Minute).Truncate(time.Minute).Add(45 * time.Second)
 
@@ -187,8 +187,8 @@ func (e *env) pullTurn(ctx context.Context, ns string, at time.Time, tick time.D
 	var mu sync.Mutex
 	var ds []time.Duration
 	done := make(chan struct{})
-	w := rtimewheel.NewRTimeWheel(rc, calls, rtimewheel.WithNamespace(ns), rtimewheel.WithTick(tick),
-		rtimewheel.WithClock(clock), rtimewheel.WithLogger(e.log), rtimewheel.WithConcurrency(10),
+	w := rtimewheel.NewRTimeWheel(rc, calls, e.options(ns, rtimewheel.WithTick(tick),
+		rtimewheel.WithClock(clock), rtimewheel.WithConcurrency(10),
 		rtimewheel.WithPullHook(func(ev rtimewheel.PullEvent) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -198,7 +198,7 @@ func (e *env) pullTurn(ctx context.Context, ns string, at time.Time, tick time.D
 			if ds = append(ds, ev.Duration); len(ds) == n {
 				close(done)
 			}
-		}))
+		}))...)
 	defer w.Stop()
 	select {
 	case <-done:
