@@ -159,12 +159,17 @@ func (c *ClusterClient) Refresh(ctx context.Context) error {
 	if err := c.usable(ctx); err != nil {
 		return fmt.Errorf("redisclient: cluster refresh: %w", err)
 	}
-	return c.refresh()
+	return c.refresh(false)
 }
 
-func (c *ClusterClient) refresh() error {
+// refresh fetches the slot map; onlyIfNone skips it when another caller
+// fetched one meanwhile.
+func (c *ClusterClient) refresh(onlyIfNone bool) error {
 	c.refreshMu.Lock()
 	defer c.refreshMu.Unlock()
+	if onlyIfNone && c.masters.Load() != nil {
+		return nil
+	}
 	c.lastRefreshNs.Store(time.Now().UnixNano())
 	if err := c.cluster.Refresh(); err != nil {
 		if c.closed.Load() {
@@ -186,7 +191,7 @@ func (c *ClusterClient) refreshSoon() {
 	}
 	go func() {
 		defer c.refreshing.Store(false)
-		_ = c.refresh() // the next call that fails tries again
+		_ = c.refresh(false) // the next call that fails tries again
 	}()
 }
 
@@ -203,7 +208,7 @@ func (c *ClusterClient) usable(ctx context.Context) error {
 		return err
 	}
 	if c.masters.Load() == nil {
-		return c.refresh()
+		return c.refresh(true)
 	}
 	return nil
 }
@@ -486,9 +491,11 @@ func (c *ClusterClient) Eval(ctx context.Context, script *Script, keys []string,
 // its calls may or may not have run.
 //
 // The calls of each master are pipelined on one connection, the masters in
-// parallel. A call answered NOSCRIPT, with a redirection or with a "try
-// again" error did not run; it is sent again on its own with Eval, after
-// the rest of the batch. Each call's keys must share one slot.
+// parallel. Calls that did not run (answered NOSCRIPT, with a redirection
+// or a "try again" error, or whose master could not be reached) are sent
+// again in a later round, grouped by the refreshed slot map, backing off as
+// Eval does; NOSCRIPT calls then go as EVAL with the source. Each call's
+// keys must share one slot.
 func (c *ClusterClient) EvalBatch(ctx context.Context, calls []ScriptCall) ([]Reply, error) {
 	if len(calls) == 0 {
 		return nil, nil
@@ -497,7 +504,7 @@ func (c *ClusterClient) EvalBatch(ctx context.Context, calls []ScriptCall) ([]Re
 		return nil, fmt.Errorf("redisclient: eval batch of %d calls: %w", len(calls), err)
 	}
 	replies := make([]Reply, len(calls))
-	groups := make(map[string][]int) // master address -> call indexes
+	var pending []int
 	for i, call := range calls {
 		if err := call.Script.check(); err != nil {
 			replies[i].Err = fmt.Errorf("redisclient: eval %s: %w", call.Script.label(), err)
@@ -507,86 +514,118 @@ func (c *ClusterClient) EvalBatch(ctx context.Context, calls []ScriptCall) ([]Re
 			replies[i].Err = fmt.Errorf("redisclient: eval %s: %w", call.Script.name, err)
 			continue
 		}
-		addr := c.masterOf(call.Keys[0])
-		groups[addr] = append(groups[addr], i)
+		pending = append(pending, i)
 	}
-
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		errs  []error
-		again []int // calls to send once more on their own
-	)
-	for _, idx := range groups {
-		wg.Go(func() {
-			retry, err := c.pipeline(ctx, calls, idx, replies)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-			}
-			again = append(again, retry...)
-		})
-	}
-	wg.Wait()
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("redisclient: eval batch of %d calls: %w", len(calls), errors.Join(errs...))
-	}
-	slices.Sort(again)
-	for _, i := range again {
-		call := calls[i]
-		v, err := c.Eval(ctx, call.Script, call.Keys, call.Args...)
-		if err != nil && (notRun(err) || !errors.As(err, new(redis.Error))) {
-			return nil, fmt.Errorf("redisclient: eval batch of %d calls: %w", len(calls), err)
+	withSource := make(map[int]bool) // calls answered NOSCRIPT: send EVAL next
+	var lastErr error
+	for attempt := 0; len(pending) > 0; attempt++ {
+		if attempt == clusterAttempts {
+			return nil, fmt.Errorf("redisclient: eval batch of %d calls: %d did not run after %d rounds: %w", len(calls), len(pending), attempt, lastErr)
 		}
-		replies[i] = Reply{Value: v, Err: err}
+		if attempt > 0 {
+			if err := backoff(ctx, attempt); err != nil {
+				return nil, fmt.Errorf("redisclient: eval batch of %d calls: %w (last: %w)", len(calls), err, lastErr)
+			}
+		}
+		groups := make(map[string][]int) // master address -> call indexes
+		for _, i := range pending {
+			addr := c.masterOf(calls[i].Keys[0])
+			groups[addr] = append(groups[addr], i)
+		}
+		var (
+			wg       sync.WaitGroup
+			mu       sync.Mutex
+			errs     []error
+			again    []int
+			noScript []int
+		)
+		for _, idx := range groups {
+			wg.Go(func() {
+				notRunYet, noScriptHere, err := c.pipeline(ctx, calls, idx, withSource, replies)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+				}
+				again = append(again, notRunYet...)
+				noScript = append(noScript, noScriptHere...)
+			})
+		}
+		wg.Wait()
+		for _, i := range noScript {
+			withSource[i] = true
+		}
+		again = append(again, noScript...)
+		if len(errs) > 0 {
+			return nil, fmt.Errorf("redisclient: eval batch of %d calls: %w", len(calls), errors.Join(errs...))
+		}
+		slices.Sort(again)
+		pending = again
+		if len(pending) > 0 {
+			lastErr = replies[pending[0]].Err
+			for _, i := range pending {
+				replies[i] = Reply{}
+			}
+		}
 	}
 	return replies, nil
 }
 
 // pipeline sends the calls at idx on one connection, bound to the slot of
-// the first, and stores their replies. It returns the calls that did not run
-// (NOSCRIPT, redirections, "try again") for the caller to send again.
-func (c *ClusterClient) pipeline(ctx context.Context, calls []ScriptCall, idx []int, replies []Reply) ([]int, error) {
+// the first, and stores their replies. It returns the calls that did not
+// run: answered with a redirection or "try again" (their Reply.Err holds
+// the answer meanwhile), or NOSCRIPT. When no connection can be had,
+// nothing was sent and every call is returned as not run.
+func (c *ClusterClient) pipeline(ctx context.Context, calls []ScriptCall, idx []int, withSource map[int]bool, replies []Reply) (notRunYet, noScript []int, err error) {
 	timeout, err := c.timeout(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	conn := c.cluster.Get()
 	defer conn.Close()
 	if err := redisc.BindConn(conn, calls[idx[0]].Keys[0]); err != nil {
-		// Nothing was sent: every call may go again on its own.
 		c.refreshSoon()
-		return idx, nil
+		for _, i := range idx {
+			replies[i].Err = fmt.Errorf("connect: %w", err)
+		}
+		return idx, nil, nil
 	}
 	for _, i := range idx {
 		call := calls[i]
-		args := append([]any{call.Script.Hash()}, keysAndArgs(call.Keys, call.Args)...)
-		if err := conn.Send("EVALSHA", args...); err != nil {
-			return nil, fmt.Errorf("send: %w", withContext(ctx, err))
+		cmd, first := "EVALSHA", call.Script.Hash()
+		if withSource[i] {
+			cmd, first = "EVAL", call.Script.src
+		}
+		if err := conn.Send(cmd, append([]any{first}, keysAndArgs(call.Keys, call.Args)...)...); err != nil {
+			return nil, nil, fmt.Errorf("send: %w", withContext(ctx, err))
 		}
 	}
 	if err := conn.Flush(); err != nil {
 		c.refreshSoon()
-		return nil, fmt.Errorf("send: %w", withContext(ctx, err))
+		return nil, nil, fmt.Errorf("send: %w", withContext(ctx, err))
 	}
-	var retry []int
 	for _, i := range idx {
 		v, err := conn.(redis.ConnWithTimeout).ReceiveWithTimeout(timeout)
 		var re redis.Error
 		switch {
 		case err == nil:
 			replies[i] = Reply{Value: v}
-		case errors.As(err, &re) && (isNoScript(re) || notRun(re)):
-			retry = append(retry, i)
+		case errors.As(err, &re) && isNoScript(re):
+			noScript = append(noScript, i)
+		case errors.As(err, &re) && notRun(re):
+			replies[i].Err = re
+			notRunYet = append(notRunYet, i)
+			if !strings.HasPrefix(string(re), "MOVED") {
+				c.refreshSoon()
+			}
 		case errors.As(err, &re):
 			replies[i] = reply(calls[i].Script, re)
 		default:
 			c.refreshSoon()
-			return nil, withContext(ctx, err)
+			return nil, nil, withContext(ctx, err)
 		}
 	}
-	return retry, nil
+	return notRunYet, noScript, nil
 }
 
 // LoadScripts loads scripts into the script cache of every master, as

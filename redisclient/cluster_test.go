@@ -261,14 +261,16 @@ func TestClusterUnreachable(t *testing.T) {
 }
 
 // TestClusterFailoverLosesNoWrite runs CLUSTER FAILOVER on the replica of
-// the master that holds a counter while writers increment it, and checks
+// the master that holds a counter while writers increment it (by Eval and
+// by EvalBatch; the new master has no script cached), and checks
 // that every increment the client acknowledged is in the counter and that
 // none failed: the switch is retried, not surfaced.
 func TestClusterFailoverLosesNoWrite(t *testing.T) {
 	requireRealCluster(t)
 	c, _ := testCluster(t)
 	ctx := testCtx(t)
-	key := clusterKeys(t, c, 1)[0]
+	keys := clusterKeys(t, c, 2)
+	key, other := keys[0], keys[1]
 	incr := NewScript("incr", "return redis.call('INCR', KEYS[1])")
 	if err := c.Refresh(ctx); err != nil {
 		t.Fatal(err)
@@ -278,7 +280,7 @@ func TestClusterFailoverLosesNoWrite(t *testing.T) {
 	var acked, failed atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for range 4 {
+	for writer := range 4 {
 		wg.Go(func() {
 			for {
 				select {
@@ -287,7 +289,16 @@ func TestClusterFailoverLosesNoWrite(t *testing.T) {
 				default:
 				}
 				callCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				_, err := c.Eval(callCtx, incr, []string{key})
+				var err error
+				if writer%2 == 0 {
+					_, err = c.Eval(callCtx, incr, []string{key})
+				} else { // a batch over two slots, one of them switching
+					var replies []Reply
+					replies, err = c.EvalBatch(callCtx, []ScriptCall{{Script: incr, Keys: []string{other}}, {Script: incr, Keys: []string{key}}})
+					for _, r := range replies {
+						err = errors.Join(err, r.Err)
+					}
+				}
 				cancel()
 				if err != nil {
 					failed.Add(1)
