@@ -118,8 +118,8 @@ func (e *env) addPhase(ctx context.Context) error {
 		{"AddTasks", addTasks},
 	} {
 		client, redis := spent.perUnit(t.trial)
-		r.add(row{Name: "CPU per call or task, " + t.name + ": Redis", Value: float64(redis.Nanoseconds()) / 1000, Unit: "µs"})
-		r.add(row{Name: "CPU per call or task, " + t.name + ": rtwbench (client)", Value: float64(client.Nanoseconds()) / 1000, Unit: "µs"})
+		r.add(row{Name: "Redis CPU per call or task: " + t.name, Value: float64(redis.Nanoseconds()) / 1000, Unit: "µs"})
+		r.add(row{Name: "client CPU per call or task: " + t.name, Value: float64(client.Nanoseconds()) / 1000, Unit: "µs"})
 	}
 	return nil
 }

@@ -25,8 +25,8 @@ func (e *env) firePhase(ctx context.Context) error {
 	// allow, and with few (where Go's HTTP on loopback does best); the
 	// better of the two is the machine's HTTP limit.
 	conc := cfg.fireWorkers * cfg.fireConc
-	rawSame := fmt.Sprintf("raw HTTP (plain Go client), %d in flight (as the workers)", conc)
-	rawFew := fmt.Sprintf("raw HTTP (plain Go client), %d in flight", rawFewInFlight)
+	rawSame := fmt.Sprintf("raw HTTP, %d in flight (as the workers)", conc)
+	rawFew := fmt.Sprintf("raw HTTP, %d in flight", rawFewInFlight)
 	raws, err := e.rawHTTP(ctx, conc, rawFewInFlight)
 	if err != nil {
 		return err
@@ -124,7 +124,7 @@ func (e *env) firePhase(ctx context.Context) error {
 	fired := float64(delivered) / span.Seconds()
 
 	r := e.res
-	prefix := fmt.Sprintf("fire %d tasks due within 1 s, %d workers: ", n, cfg.fireWorkers)
+	prefix := fmt.Sprintf("fire %d due in 1 s, %d workers: ", n, cfg.fireWorkers)
 	allOK := delivered == int64(n) && early == 0
 	r.add(row{Name: prefix + "delivered", Value: float64(delivered), Unit: "tasks", Target: "all, none early", Met: &allOK})
 	r.add(row{Name: prefix + "early (receiver's clock)", Value: float64(early), Unit: "tasks"})
@@ -132,7 +132,7 @@ func (e *env) firePhase(ctx context.Context) error {
 	r.add(row{Name: prefix + "duplicates", Value: float64(dups), Unit: "tasks"})
 	r.add(row{Name: prefix + "first due to last delivered", Value: span.Seconds(), Unit: "s"})
 	r.against(prefix+"callbacks/s", fired, "callbacks/s", rawName, 0.5)
-	r.against(prefix+"callbacks/s, against raw HTTP as the workers", fired, "callbacks/s", rawSame, 0)
+	r.against(prefix+"callbacks/s (vs raw, same in-flight)", fired, "callbacks/s", rawSame, 0)
 	r.add(row{Name: prefix + "lateness p50", Value: ms(percentile(late, 50)), Unit: "ms"})
 	r.add(row{Name: prefix + "lateness p99", Value: ms(percentile(late, 99)), Unit: "ms"})
 	if len(late) > 0 {

@@ -116,14 +116,14 @@ func TestSmallRun(t *testing.T) {
 	for _, w := range res.Rows {
 		got[w.Name] = w
 	}
-	fired := got["fire 300 tasks due within 1 s, 3 workers: delivered"]
+	fired := got["fire 300 due in 1 s, 3 workers: delivered"]
 	if fired.Value != 300 || fired.Met == nil || !*fired.Met {
 		t.Errorf("firing: %+v", fired)
 	}
 	if w := got["AddTask, 32 goroutines"]; w.Value <= 0 || w.Ratio <= 0 {
 		t.Errorf("AddTask row: %+v", w)
 	}
-	if w := got["pull per tick, 3000 tasks waiting in the scanned slice (median)"]; w.Value <= 0 || w.Ratio <= 0 {
+	if w := got["pull per tick, 3000 waiting in the scanned slice (median)"]; w.Value <= 0 || w.Ratio <= 0 {
 		t.Errorf("pull row: %+v", w)
 	}
 }

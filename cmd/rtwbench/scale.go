@@ -43,7 +43,7 @@ func (e *env) scalePhase(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rawName := "raw minimum memory per task beyond its body (1 ZADD + 1 HSET of the body)"
+	rawName := "raw minimum memory per task beyond body (ZADD + HSET)"
 	e.res.add(row{Name: rawName, Value: rawPerTask, Unit: "bytes"})
 
 	// Create the watermark first, so "before" counts nothing of ours but
@@ -67,7 +67,7 @@ func (e *env) scalePhase(ctx context.Context) error {
 	}
 	perTask := float64(after-before)/float64(n) - float64(cfg.bodyBytes)
 	okMem := perTask <= 250
-	e.res.add(row{Name: fmt.Sprintf("Redis memory per waiting task beyond its %d-byte body (%d tasks, %d-byte keys)", cfg.bodyBytes, n, len(fmt.Sprintf(keyFormat, 0))),
+	e.res.add(row{Name: fmt.Sprintf("memory per waiting task beyond its %d-byte body", cfg.bodyBytes),
 		Value: perTask, Unit: "bytes", Limit: rawName, Ratio: ratio(perTask, rawPerTask), Target: "≤ 250 bytes", Met: &okMem})
 
 	if kinds, body, err := memoryByKind(ctx, e.redis, full); err == nil {
@@ -77,8 +77,8 @@ func (e *env) scalePhase(ctx context.Context) error {
 		}
 		field, _ := rc.Do(ctx, "HRANDFIELD", body)
 		sample, _ := rc.Do(ctx, "HSTRLEN", body, cast.ToString(field))
-		e.res.note("memory per waiting task by structure (MEMORY USAGE, sampled; body included): %s; one stored task is %d bytes (version, JSON with the %d-byte body)",
-			strings.Join(parts, ", "), cast.ToInt64(sample), cfg.bodyBytes)
+		e.res.note("memory: %d waiting tasks with %d-byte keys; per task by structure (MEMORY USAGE, sampled; body included): %s; one stored task is %d bytes (version, JSON with the %d-byte body)",
+			n, len(fmt.Sprintf(keyFormat, 0)), strings.Join(parts, ", "), cast.ToInt64(sample), cfg.bodyBytes)
 	}
 
 	// Both namespaces scan from the same watermark minute.
@@ -98,7 +98,7 @@ func (e *env) scalePhase(ctx context.Context) error {
 	}
 	emptyMed, fullMed := medianDuration(emptyPulls), medianDuration(fullPulls)
 	e.res.add(row{Name: "pull per tick, nothing waiting (median)", Value: float64(emptyMed.Microseconds()), Unit: "µs"})
-	e.res.add(row{Name: fmt.Sprintf("pull per tick, %d tasks waiting in the scanned slice (median)", n), Value: float64(fullMed.Microseconds()), Unit: "µs",
+	e.res.add(row{Name: fmt.Sprintf("pull per tick, %d waiting in the scanned slice (median)", n), Value: float64(fullMed.Microseconds()), Unit: "µs",
 		Limit: "nothing waiting", Ratio: ratio(float64(fullMed), float64(emptyMed)), Target: "ratio ≤ 1.2",
 		Met: func() *bool { ok := float64(fullMed) <= 1.2*float64(emptyMed); return &ok }()})
 	e.res.note("pull times: medians of %d pulls each, tick 50 ms, the two workers taking %d turns each; p90 %s with nothing waiting, %s with %d waiting",
