@@ -10,29 +10,33 @@
 --
 -- Reply: array with one element per pair: the previous location, or false
 -- (nil) when there was none.
-local function bulk(cmd, key, args)
-  local out = {}
-  for i = 1, #args, 1000 do
-    local part = redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
-    if type(part) == 'table' then
-      for _, v in ipairs(part) do out[#out + 1] = v end
-    end
-  end
-  return out
-end
-
 local keys, sets, dels = {}, {}, {}
 for i = 1, #ARGV, 2 do
-  keys[#keys + 1] = ARGV[i]
-  if ARGV[i + 1] == '' then
-    dels[#dels + 1] = ARGV[i]
+  local key, loc = ARGV[i], ARGV[i + 1]
+  keys[#keys + 1] = key
+  if loc == '' then
+    dels[#dels + 1] = key
   else
-    sets[#sets + 1] = ARGV[i]
-    sets[#sets + 1] = ARGV[i + 1]
+    sets[#sets + 1] = key
+    sets[#sets + 1] = loc
   end
 end
 if #keys == 0 then return {} end
-local out = bulk('HMGET', KEYS[1], keys)
-if #sets > 0 then bulk('HSET', KEYS[1], sets) end
-if #dels > 0 then bulk('HDEL', KEYS[1], dels) end
+-- unpack has a stack limit: at most a thousand arguments per command.
+local out
+if #keys <= 1000 then
+  out = redis.call('HMGET', KEYS[1], unpack(keys))
+else
+  out = {}
+  for i = 1, #keys, 1000 do
+    local part = redis.call('HMGET', KEYS[1], unpack(keys, i, math.min(i + 999, #keys)))
+    for j = 1, #part do out[#out + 1] = part[j] end
+  end
+end
+for i = 1, #sets, 1000 do
+  redis.call('HSET', KEYS[1], unpack(sets, i, math.min(i + 999, #sets)))
+end
+for i = 1, #dels, 1000 do
+  redis.call('HDEL', KEYS[1], unpack(dels, i, math.min(i + 999, #dels)))
+end
 return out

@@ -69,7 +69,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.redis, "redis", "", "`host:port` of a Redis to use; empty: start redis-server on a free loopback port")
 	fs.BoolVar(&c.json, "json", false, "print the results as JSON instead of a table")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress line on stderr")
-	fs.IntVar(&c.rounds, "rounds", 3, "rounds of each throughput figure, interleaved with its limit; the median is reported")
+	fs.IntVar(&c.rounds, "rounds", 5, "rounds of each throughput figure, interleaved with its limit; the median is reported")
 	fs.DurationVar(&c.duration, "duration", 2*time.Second, "how long each throughput round runs")
 	fs.IntVar(&c.conc, "concurrency", 32, "goroutines for AddTask, raw EVALSHA and the single-task HTTP API")
 	fs.IntVar(&c.batchConc, "batch-concurrency", 4, "goroutines for AddTasks, pipelined ZADD and the batch HTTP API")

@@ -59,6 +59,20 @@ type trial struct {
 // interleave runs each trial once per round, in order, and returns each
 // trial's median over the rounds.
 func interleave(ctx context.Context, p *progress, rounds int, trials ...trial) ([]float64, error) {
+	got, err := interleaveRounds(ctx, p, rounds, trials...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float64, len(trials))
+	for i, vs := range got {
+		out[i] = median(vs)
+	}
+	return out, nil
+}
+
+// interleaveRounds runs each trial once per round, in order, and returns
+// every trial's value of every round.
+func interleaveRounds(ctx context.Context, p *progress, rounds int, trials ...trial) ([][]float64, error) {
 	got := make([][]float64, len(trials))
 	for r := range rounds {
 		for i, t := range trials {
@@ -70,11 +84,20 @@ func interleave(ctx context.Context, p *progress, rounds int, trials ...trial) (
 			got[i] = append(got[i], v)
 		}
 	}
-	out := make([]float64, len(trials))
-	for i, vs := range got {
-		out[i] = median(vs)
+	return got, nil
+}
+
+// pairedRatio returns the median over rounds of v[r] / limit[r]: each
+// figure against its limit measured moments before, so that a change of
+// the machine's load between rounds cancels out.
+func pairedRatio(v, limit []float64) float64 {
+	var rs []float64
+	for r := range min(len(v), len(limit)) {
+		if limit[r] > 0 {
+			rs = append(rs, v[r]/limit[r])
+		}
 	}
-	return out, nil
+	return median(rs)
 }
 
 func median(vs []float64) float64 {
