@@ -54,7 +54,11 @@ func (wk *worker) deliver(it *leased) {
 		next := util.Millis(w.now()) + wk.backoff(attempt, res.RetryAfter).Milliseconds()
 		ev.NextAttemptAt = util.FromMillis(next)
 		ev.Outcome, err = wk.record(it, func(ctx context.Context, it *leased) (Outcome, error) {
-			return wk.retry(ctx, it, res, next)
+			outcome, err := wk.retry(ctx, it, res, next)
+			if err == nil && outcome == OutcomeRetry {
+				w.signalNear(ctx, next) // a short backoff may be within the pulled horizon
+			}
+			return outcome, err
 		})
 	}
 	if err != nil {

@@ -1,6 +1,7 @@
 package rtimewheel_test
 
 import (
+	"net/http"
 	"testing"
 	"time"
 
@@ -65,5 +66,26 @@ func TestTaskAddedElsewhereForTheNextMomentFiresOnTime(t *testing.T) {
 	t.Logf("added 300ms ahead through a handle without a worker, fired %v after its time", late)
 	if late < 0 || late > time.Second {
 		t.Fatalf("fired %v after its time (negative: early); want on time, not a tick (5s) late", late)
+	}
+}
+
+// A retry due sooner than the next tick (a short backoff) is pulled at
+// once too: the second attempt comes about one backoff after the first,
+// not a tick (5 s) later.
+func TestShortRetryFiresOnTime(t *testing.T) {
+	e := newEnv(t)
+	recv := newReceiver(t, func(_ string, attempt int) int {
+		if attempt == 1 {
+			return http.StatusInternalServerError
+		}
+		return http.StatusOK
+	})
+	w := e.wheel(newHTTP(), rtimewheel.WithTick(5*time.Second), rtimewheel.WithBackoff(200*time.Millisecond, time.Second))
+	mustAdd(t, w, "flaky", task(recv.url(), nil), time.Now().Add(100*time.Millisecond))
+	got := recv.waitCount(t, 2, 8*time.Second)
+	gap := got[1].at.Sub(got[0].at)
+	t.Logf("attempt 2 came %v after attempt 1 (backoff 200ms ±20%%, tick 5s)", gap)
+	if got[1].attempt != 2 || gap < 160*time.Millisecond || gap > time.Second {
+		t.Fatalf("attempt %d came %v after attempt 1; want attempt 2 about 200ms after, not a tick later", got[1].attempt, gap)
 	}
 }

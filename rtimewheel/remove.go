@@ -193,6 +193,7 @@ func (w *RTimeWheel) RetryDeadLetter(ctx context.Context, key string) error {
 		}
 		return errors.Join(storeErr(fmt.Sprintf("retry dead letter %q", key), err), undoErr)
 	}
+	w.signalNear(ctx, now)
 	if _, err := w.redis.Eval(ctx, w.scripts.DeadTake, w.keys.Dead().List(), key, oldVersion); err != nil {
 		// Scheduled again; the stale dead letter is only clutter.
 		w.log.Warn("rtimewheel: retried dead letter is still listed", "key", key, "error", err)

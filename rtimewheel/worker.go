@@ -474,6 +474,11 @@ func (wk *worker) handBack() {
 		return
 	}
 	w.log.Info("rtimewheel: handed back unfired tasks", "tasks", handed)
+	soonest := items[0].task.DueMs
+	for _, it := range items[1:] {
+		soonest = min(soonest, it.task.DueMs)
+	}
+	w.signalNear(ctx, soonest) // the other workers pulled past them already
 }
 
 // dueQueue is a min-heap of leased tasks by due time.
