@@ -1,0 +1,138 @@
+package rtimewheel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+
+	"github.com/rtimewheel/rtimewheel/redisclient"
+)
+
+// gatedRedis holds the first batch of adds (the batch with index_swap
+// calls) until gate is closed, and records the number of tasks in every
+// batch of adds.
+type gatedRedis struct {
+	RedisClient
+	gate  chan struct{}
+	held  atomic.Bool
+	mu    sync.Mutex
+	sizes []int // tasks per batch of adds, in order
+}
+
+func (g *gatedRedis) EvalBatch(ctx context.Context, calls []redisclient.ScriptCall) ([]redisclient.Reply, error) {
+	tasks := 0
+	for _, c := range calls {
+		if c.Script.Name() == "index_swap" {
+			tasks += len(c.Args) / 2
+		}
+	}
+	if tasks > 0 {
+		g.mu.Lock()
+		g.sizes = append(g.sizes, tasks)
+		g.mu.Unlock()
+		if g.held.CompareAndSwap(false, true) {
+			<-g.gate
+		}
+	}
+	return g.RedisClient.EvalBatch(ctx, calls)
+}
+
+func (g *gatedRedis) batchSizes() []int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]int(nil), g.sizes...)
+}
+
+// newGatedWheel returns a client-only wheel on miniredis whose first batch
+// of adds waits for close(g.gate).
+func newGatedWheel(t *testing.T) (*RTimeWheel, *gatedRedis) {
+	t.Helper()
+	rc := redisclient.NewClient("tcp", miniredis.RunT(t).Addr(), "")
+	t.Cleanup(func() { rc.Close() })
+	g := &gatedRedis{RedisClient: rc, gate: make(chan struct{})}
+	w := NewRTimeWheel(g, nil, WithoutWorker(), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	t.Cleanup(w.Stop)
+	return w, g
+}
+
+// waitUntil polls cond, which reads state another goroutine changes, for
+// up to 10 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting until %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (q *addQueue) queued() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.pending)
+}
+
+func queueTask() *RTaskElement { return &RTaskElement{CallbackURL: "http://127.0.0.1:9/hook"} }
+
+func TestConcurrentAddTaskCallsShareABatch(t *testing.T) {
+	w, g := newGatedWheel(t)
+	ctx := context.Background()
+	at := time.Now().Add(time.Hour)
+	const n = 32
+	errs := make(chan error, n)
+	go func() { errs <- w.AddTask(ctx, "first", queueTask(), at) }()
+	waitUntil(t, "the first add is in Redis", func() bool { return len(g.batchSizes()) == 1 })
+	for i := 1; i < n; i++ {
+		go func() { errs <- w.AddTask(ctx, fmt.Sprint("queued-", i), queueTask(), at) }()
+	}
+	waitUntil(t, "the others have queued", func() bool { return w.adds.queued() == n-1 })
+	close(g.gate)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := g.batchSizes(); len(got) != 2 || got[0] != 1 || got[1] != n-1 {
+		t.Fatalf("tasks per batch = %v, want [1 %d]: the calls that arrived during the first write go out together", got, n-1)
+	}
+	for i := 1; i < n; i++ {
+		if _, err := w.GetTask(ctx, fmt.Sprint("queued-", i)); err != nil {
+			t.Errorf("queued-%d: %v", i, err)
+		}
+	}
+}
+
+func TestAddTaskWaitingForABatchHonoursItsContext(t *testing.T) {
+	w, g := newGatedWheel(t)
+	at := time.Now().Add(time.Hour)
+	first := make(chan error, 1)
+	go func() { first <- w.AddTask(context.Background(), "first", queueTask(), at) }()
+	waitUntil(t, "the first add is in Redis", func() bool { return len(g.batchSizes()) == 1 })
+
+	// Invalid tasks fail at once: they are never queued.
+	if err := w.AddTask(context.Background(), "bad", &RTaskElement{}, at); !errors.Is(err, ErrInvalidTask) {
+		t.Fatalf("invalid task: %v, want ErrInvalidTask", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	queued := make(chan error, 1)
+	go func() { queued <- w.AddTask(ctx, "impatient", queueTask(), at) }()
+	waitUntil(t, "the second add has queued", func() bool { return w.adds.queued() == 1 })
+	cancel()
+	if err := <-queued; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled add: %v, want context.Canceled", err)
+	}
+	close(g.gate)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+}
