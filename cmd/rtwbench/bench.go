@@ -60,7 +60,7 @@ func (e *env) task() *rtimewheel.RTaskElement {
 // bench runs every phase not skipped and returns the results.
 func bench(ctx context.Context, cfg config, log *slog.Logger, p *progress) (*results, error) {
 	e := &env{cfg: cfg, log: log, p: p, id: fmt.Sprintf("rtwbench%x", rand.Uint32()), body: jsonBody(cfg.bodyBytes)}
-	e.res = &results{Command: "rtwbench " + strings.Join(os.Args[1:], " "), Started: time.Now().UTC()}
+	e.res = &results{Command: strings.TrimSpace("rtwbench " + strings.Join(cfg.args, " ")), Started: time.Now().UTC()}
 	e.addr = cfg.redis
 	if e.addr == "" {
 		p.printf("starting redis-server")

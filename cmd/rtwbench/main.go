@@ -57,7 +57,8 @@ type config struct {
 	pulls       int
 	rtimewheel  string
 	cpuProfile  string
-	shards      int // 0: the wheel's default
+	shards      int      // 0: the wheel's default
+	args        []string // as given, for the report
 	skip        map[string]bool
 }
 
@@ -90,6 +91,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	c.args = args
 	c.skip = map[string]bool{}
 	for _, s := range splitList(skip) {
 		switch s {
