@@ -67,8 +67,9 @@ func (w *RTimeWheel) prepareAdd(now int64, it TaskAt) (pendingAdd, error) {
 	if err != nil {
 		return pendingAdd{}, err
 	}
+	// The shard is set by storeAdds, once the shard count is known.
 	return pendingAdd{task: t, version: v, encoded: encoded,
-		loc: location{version: v, minute: util.EpochMinute(due), shard: util.Shard(it.Key, w.cfg.shards)}}, nil
+		loc: location{version: v, minute: util.EpochMinute(due)}}, nil
 }
 
 // AddTasks schedules a batch of tasks, as AddTask does for one, in one
@@ -123,7 +124,14 @@ func (w *RTimeWheel) storeAdds(ctx context.Context, adds []pendingAdd) []addFail
 		unique = append(unique, p)
 	}
 	var failures []addFailure
-	if err := w.ensureWatermark(ctx); err != nil {
+	err := w.ready(ctx)
+	if err == nil {
+		for i := range unique {
+			unique[i].loc.shard = util.Shard(unique[i].task.Key, w.cfg.shards)
+		}
+		err = w.ensureWatermark(ctx)
+	}
+	if err != nil {
 		for _, p := range unique {
 			failures = append(failures, addFailure{p.item, err})
 		}

@@ -13,7 +13,10 @@ const (
 	DefaultConcurrency = 1000
 	DefaultMinBackoff  = time.Second
 	DefaultMaxBackoff  = time.Hour
-	DefaultShards      = 12
+	// DefaultShards is the shards per minute on a standalone Redis, and
+	// DefaultClusterShards on a Redis Cluster (see WithShards).
+	DefaultShards        = 1
+	DefaultClusterShards = 12
 )
 
 // maxShards is the most shards per minute WithShards accepts.
@@ -46,7 +49,7 @@ func defaultConfig() config {
 		concurrency: DefaultConcurrency,
 		minBackoff:  DefaultMinBackoff,
 		maxBackoff:  DefaultMaxBackoff,
-		shards:      DefaultShards,
+		shards:      0, // by the Redis mode, see pinShards
 		logger:      slog.Default(),
 		now:         time.Now,
 		worker:      true,
@@ -77,13 +80,15 @@ func WithBackoff(minDelay, maxDelay time.Duration) Option {
 	return func(c *config) { c.minBackoff, c.maxBackoff = minDelay, maxDelay }
 }
 
-// WithShards splits every minute into n slices (default 12, at most 1024),
-// the shard chosen from the task key, so that one busy minute spreads over
-// the masters of a Redis Cluster: each shard's slot is placed in its own
-// twelfth (n-th) of the slot space, so with 12 shards every master of a
-// 1-, 2-, 3-, 4- or 6-master cluster holds the same share of each minute.
-// Workers pull every shard of every minute they scan, so more shards cost
-// more script calls per tick.
+// WithShards splits every minute into n slices (1 to 1024), the shard
+// chosen from the task key, so that one busy minute spreads over the
+// masters of a Redis Cluster: each shard's slot is placed in its own n-th
+// of the slot space, so with 12 shards every master of a 1-, 2-, 3-, 4- or
+// 6-master cluster holds the same share of each minute. Workers pull every
+// shard of every minute they scan and a batch writes each shard apart, so
+// more shards cost more script calls. Without WithShards (or with n = 0)
+// the wheel asks Redis: DefaultClusterShards (12) on a Redis Cluster,
+// DefaultShards (1) on a standalone Redis.
 //
 // The first wheel of a namespace stores n in Redis; a later wheel given
 // another n uses the stored one and logs a warning, since wheels that

@@ -19,7 +19,7 @@ import (
 // is not in the index but executeAt is given, the slice of executeAt is
 // searched too. It returns ErrNotFound when there is nothing to remove.
 func (w *RTimeWheel) RemoveTask(ctx context.Context, key string, executeAt time.Time) error {
-	if err := w.checkStopped("remove task"); err != nil {
+	if err := w.begin(ctx, "remove task"); err != nil {
 		return err
 	}
 	if err := validKey(key); err != nil {
@@ -70,7 +70,7 @@ func (w *RTimeWheel) removeCall(key string, minute int64, shard int) redisclient
 // GetTask returns the task under key with its state and attempts, or
 // ErrNotFound when no task with that key is scheduled, retrying or dead.
 func (w *RTimeWheel) GetTask(ctx context.Context, key string) (*TaskInfo, error) {
-	if err := w.checkStopped("get task"); err != nil {
+	if err := w.begin(ctx, "get task"); err != nil {
 		return nil, err
 	}
 	if err := validKey(key); err != nil {
@@ -148,7 +148,7 @@ func (w *RTimeWheel) DeadLetters(ctx context.Context, limit int) ([]TaskInfo, er
 // its attempts reset. It returns ErrNotFound when there is no such dead
 // letter.
 func (w *RTimeWheel) RetryDeadLetter(ctx context.Context, key string) error {
-	if err := w.checkStopped("retry dead letter"); err != nil {
+	if err := w.begin(ctx, "retry dead letter"); err != nil {
 		return err
 	}
 	if err := validKey(key); err != nil {

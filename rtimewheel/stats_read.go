@@ -46,7 +46,7 @@ type MinuteStats struct {
 // current one, the tasks due in it that have not fired, summed over every
 // shard of the minute. minutes is 1 to MaxStatsMinutes.
 func (w *RTimeWheel) UpcomingLoad(ctx context.Context, minutes int) ([]MinuteLoad, error) {
-	if err := w.checkStopped("upcoming load"); err != nil {
+	if err := w.begin(ctx, "upcoming load"); err != nil {
 		return nil, err
 	}
 	if minutes < 1 || minutes > MaxStatsMinutes {

@@ -2,9 +2,9 @@ package rtimewheel
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +36,11 @@ type RTimeWheel struct {
 	// adds coalesces concurrent AddTask calls into batches.
 	adds addQueue
 
+	// pinned is set once cfg.shards and keys hold the namespace's shard
+	// count (see ready); pinMu serializes the asking.
+	pinned atomic.Bool
+	pinMu  sync.Mutex
+
 	stopOnce sync.Once
 	stopped  atomic.Bool
 	worker   *worker // nil for a client-only handle
@@ -60,7 +65,11 @@ func NewRTimeWheel(redisClient RedisClient, httpClient CallbackClient, opts ...O
 		log:     cfg.logger,
 	}
 	w.loadScripts()
-	w.pinShards()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	if err := w.ready(ctx); err != nil {
+		w.log.Warn("rtimewheel: Redis did not tell the namespace's shard count; operations wait for it", "error", err)
+	}
+	cancel()
 	if cfg.worker {
 		w.worker = newWorker(w)
 		w.worker.start()
@@ -85,31 +94,97 @@ func (w *RTimeWheel) loadScripts() {
 	}
 }
 
+// ready makes sure the wheel knows its namespace's shard count before it
+// touches a slice: the first call (NewRTimeWheel's, or the first operation
+// after Redis came back) asks Redis, later calls return at once. Until it
+// succeeds, operations on slices fail as unavailable rather than guess a
+// count other wheels may not share.
+func (w *RTimeWheel) ready(ctx context.Context) error {
+	if w.pinned.Load() {
+		return nil
+	}
+	w.pinMu.Lock()
+	defer w.pinMu.Unlock()
+	if w.pinned.Load() {
+		return nil
+	}
+	if err := w.pinShards(ctx); err != nil {
+		return storeErr("read the namespace's shard count", err)
+	}
+	w.pinned.Store(true) // publishes cfg.shards and keys to the readers
+	return nil
+}
+
+// begin starts a public operation that touches slices: not after Stop, and
+// only once the shard count is known.
+func (w *RTimeWheel) begin(ctx context.Context, op string) error {
+	if err := w.checkStopped(op); err != nil {
+		return err
+	}
+	if err := w.ready(ctx); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
 // pinShards makes the wheel slice minutes as every other wheel of its
-// namespace does: the first wheel stores its shard count in Redis, later
-// ones adopt the stored count, and one configured otherwise says so in the
-// log. It runs before the worker starts; when Redis cannot be asked, the
-// configured count stands.
-func (w *RTimeWheel) pinShards() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+// namespace does: the first wheel stores its shard count in Redis (the
+// configured one, or by default DefaultClusterShards on a Redis Cluster and
+// DefaultShards on a standalone Redis), later ones adopt the stored count,
+// and one configured otherwise says so in the log.
+func (w *RTimeWheel) pinShards(ctx context.Context) error {
+	configured := w.cfg.shards
 	key := w.keys.ShardCount()
-	if _, err := w.redis.Do(ctx, "SET", key, w.cfg.shards, "NX"); err != nil {
-		w.log.Warn("rtimewheel: could not pin the shard count in Redis; using the configured one", "shards", w.cfg.shards, "error", err)
-		return
-	}
 	reply, err := w.redis.Do(ctx, "GET", key)
-	stored, convErr := cast.ToIntE(cast.ToString(reply))
-	if err != nil || convErr != nil || stored < 1 || stored > maxShards {
-		w.log.Warn("rtimewheel: could not read the namespace's shard count; using the configured one", "shards", w.cfg.shards, "reply", reply, "error", errors.Join(err, convErr))
-		return
+	if err != nil {
+		return err
 	}
-	if stored != w.cfg.shards {
+	if reply == nil {
+		want := configured
+		if want == 0 {
+			want = DefaultShards
+			if w.onCluster(ctx) {
+				want = DefaultClusterShards
+			}
+		}
+		if _, err := w.redis.Do(ctx, "SET", key, want, "NX"); err != nil {
+			return err
+		}
+		if reply, err = w.redis.Do(ctx, "GET", key); err != nil {
+			return err
+		}
+	}
+	stored, err := cast.ToIntE(cast.ToString(reply))
+	if err != nil || stored < 1 || stored > maxShards {
+		return fmt.Errorf("%s holds %q, not a shard count from 1 to %d", key, cast.ToString(reply), maxShards)
+	}
+	if configured != 0 && stored != configured {
 		w.log.Warn("rtimewheel: the namespace was created with another shard count; using it, as every wheel of a namespace must",
-			"namespace", w.cfg.namespace, "configured", w.cfg.shards, "stored", stored)
-		w.cfg.shards = stored
-		w.keys = w.keys.WithShards(stored)
+			"namespace", w.cfg.namespace, "configured", configured, "stored", stored)
 	}
+	w.setShards(stored)
+	return nil
+}
+
+// Shards returns the namespace's shards per minute, or 0 while Redis has
+// not been reachable to tell it.
+func (w *RTimeWheel) Shards() int {
+	if !w.pinned.Load() {
+		return 0
+	}
+	return w.cfg.shards
+}
+
+// setShards makes the wheel slice minutes into n shards.
+func (w *RTimeWheel) setShards(n int) {
+	w.cfg.shards = n
+	w.keys = w.keys.WithShards(n)
+}
+
+// onCluster reports whether Redis says it runs in cluster mode.
+func (w *RTimeWheel) onCluster(ctx context.Context) bool {
+	reply, err := w.redis.Do(ctx, "INFO", "cluster")
+	return err == nil && strings.Contains(cast.ToString(reply), "cluster_enabled:1")
 }
 
 // sanitize replaces out-of-range options by their defaults, logging each.
@@ -132,7 +207,7 @@ func (c *config) sanitize() {
 	fix("concurrency", c.concurrency < 1, c.concurrency, func() { c.concurrency = DefaultConcurrency }, DefaultConcurrency)
 	fix("min backoff", c.minBackoff <= 0, c.minBackoff, func() { c.minBackoff = DefaultMinBackoff }, DefaultMinBackoff)
 	fix("max backoff", c.maxBackoff < c.minBackoff, c.maxBackoff, func() { c.maxBackoff = max(DefaultMaxBackoff, c.minBackoff) }, DefaultMaxBackoff)
-	fix("shards", c.shards < 1 || c.shards > maxShards, c.shards, func() { c.shards = DefaultShards }, DefaultShards)
+	fix("shards", c.shards < 0 || c.shards > maxShards, c.shards, func() { c.shards = 0 }, "by the Redis mode")
 	if c.worker && c.lease < c.tick+MaxTimeout {
 		c.logger.Info("rtimewheel: the lease is shorter than the tick plus the longest callback timeout; a slow callback may be taken over and fire twice",
 			"lease", c.lease, "tick", c.tick)

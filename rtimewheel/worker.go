@@ -265,6 +265,9 @@ func (wk *worker) pullAll(ctx context.Context) (int, error) {
 	now := util.Millis(w.now())
 	horizon := now + 2*w.cfg.tick.Milliseconds()
 	wk.pulledTo.Store(horizon)
+	if err := w.ready(ctx); err != nil {
+		return 0, err
+	}
 	if err := w.ensureWatermark(ctx); err != nil {
 		return 0, err
 	}

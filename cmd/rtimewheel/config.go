@@ -76,7 +76,7 @@ func parseServeConfig(args []string, getenv func(string) string, helpOut io.Writ
 	fs.BoolVar(&cfg.API, "api", true, "serve the HTTP API")
 	fs.BoolVar(&cfg.Worker, "worker", true, "run a worker (pull due tasks, fire callbacks)")
 	fs.StringVar(&cfg.Namespace, "namespace", rtimewheel.DefaultNamespace, "prefix of every Redis key")
-	fs.IntVar(&cfg.Shards, "shards", rtimewheel.DefaultShards, "slices per minute, spread over the masters of a cluster; fixed by a namespace's first wheel")
+	fs.IntVar(&cfg.Shards, "shards", 0, "slices per minute, spread over the masters of a cluster (0: 12 on a cluster, 1 on a standalone Redis); fixed by a namespace's first wheel")
 	fs.DurationVar(&cfg.Tick, "tick", rtimewheel.DefaultTick, "how often a worker pulls from Redis")
 	fs.DurationVar(&cfg.Lease, "lease", rtimewheel.DefaultLease, "how long a pulled task stays owned by its worker")
 	fs.IntVar(&cfg.Concurrency, "concurrency", rtimewheel.DefaultConcurrency, "most callbacks in flight per worker")
@@ -167,8 +167,8 @@ func (c serveConfig) validate() error {
 	switch {
 	case c.RedisCluster != "" && c.Redis != "":
 		return usagef("--redis and --redis-cluster: give one of them")
-	case c.Shards < 1 || c.Shards > 1024:
-		return usagef("--shards %d: must be 1 to 1024", c.Shards)
+	case c.Shards < 0 || c.Shards > 1024:
+		return usagef("--shards %d: must be 1 to 1024, or 0 for the default of the Redis mode", c.Shards)
 	case !c.API && !c.Worker:
 		return usagef("--api=false and --worker=false: nothing to run")
 	case c.Listen == "":

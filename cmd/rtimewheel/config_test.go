@@ -24,7 +24,7 @@ func TestServeConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := serveConfig{
-		Listen: "127.0.0.1:8080", API: true, Worker: true, Namespace: "rtw", Shards: 12, Tick: time.Second, Lease: 60 * time.Second,
+		Listen: "127.0.0.1:8080", API: true, Worker: true, Namespace: "rtw", Shards: 0, Tick: time.Second, Lease: 60 * time.Second,
 		Concurrency: 1000, RetryMinBackoff: time.Second, RetryMaxBackoff: time.Hour, MaxBodyBytes: 1048576,
 		DemoEcho: true, LogLevel: slog.LevelInfo,
 	}
@@ -108,7 +108,7 @@ func TestServeConfigRejectsBadValues(t *testing.T) {
 		{args: []string{"--api-token-file", empty}, mention: "empty"},
 		{args: []string{"--redis-cluster", "10.0.0.1:7001,10.0.0.2:7001", "--redis", "10.0.0.1:6379"}, mention: "give one of them"},
 		{env: map[string]string{"RTW_REDIS_CLUSTER": "10.0.0.1:7001", "RTW_REDIS": "10.0.0.1:6379"}, mention: "--redis-cluster"},
-		{args: []string{"--shards", "0"}, mention: "--shards"},
+		{args: []string{"--shards", "-1"}, mention: "--shards"},
 		{env: map[string]string{"RTW_SHARDS": "2000"}, mention: "--shards"},
 		{args: []string{"--no-such-flag"}, mention: "no-such-flag"},
 		{args: []string{"extra"}, mention: "extra"},

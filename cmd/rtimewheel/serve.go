@@ -111,7 +111,7 @@ func serve(ctx context.Context, stopSignals func(), cfg serveConfig, logger *slo
 		"worker", cfg.Worker,
 		"redis", redis.Address,
 		"namespace", cfg.Namespace,
-		"shards", cfg.Shards,
+		"shards", wheel.Shards(),
 		"tick", cfg.Tick.String(),
 		"lease", cfg.Lease.String(),
 		"concurrency", cfg.Concurrency,
