@@ -8,16 +8,22 @@ import (
 // maxQueuedBatch bounds how many queued adds go out in one batch.
 const maxQueuedBatch = 1000
 
+// maxAddWriters bounds the batches in flight at once. Two keep Redis busy
+// with one batch while the client encodes the next and reads the replies
+// of the last.
+const maxAddWriters = 2
+
 // addQueue coalesces concurrent AddTask calls into batches (group commit).
-// A call that finds no batch being written starts a writer at once, so a
-// lone call waits for nothing but its own round trip; calls that arrive
-// while a batch is in flight are written together as the next one. Each
+// A call that finds fewer than maxAddWriters batches being written starts
+// a writer at once, so a lone call waits for nothing but its own round
+// trip; calls that arrive while the writers are busy are written together
+// as the next batch. Each
 // call still gets its own result. Tasks are validated and encoded by their
 // callers, in parallel; only the Redis write is shared.
 type addQueue struct {
 	mu      sync.Mutex
 	pending []queuedAdd
-	writing bool // a writer goroutine is running
+	writers int // writer goroutines running
 }
 
 type queuedAdd struct {
@@ -34,8 +40,10 @@ func (q *addQueue) write(ctx context.Context, w *RTimeWheel, p pendingAdd) error
 	done := make(chan error, 1)
 	q.mu.Lock()
 	q.pending = append(q.pending, queuedAdd{add: p, done: done})
-	start := !q.writing
-	q.writing = true
+	start := q.writers < maxAddWriters
+	if start {
+		q.writers++
+	}
 	q.mu.Unlock()
 	if start {
 		go q.run(w)
@@ -56,7 +64,7 @@ func (q *addQueue) run(w *RTimeWheel) {
 		q.mu.Lock()
 		n := min(len(q.pending), maxQueuedBatch)
 		if n == 0 {
-			q.writing = false
+			q.writers--
 			q.pending = nil
 			q.mu.Unlock()
 			return

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,13 +15,12 @@ import (
 	"github.com/rtimewheel/rtimewheel/redisclient"
 )
 
-// gatedRedis holds the first batch of adds (the batch with index_swap
-// calls) until gate is closed, and records the number of tasks in every
-// batch of adds.
+// gatedRedis holds every batch of adds (a batch with index_swap calls)
+// until gate is closed, and records the number of tasks in every batch of
+// adds.
 type gatedRedis struct {
 	RedisClient
 	gate  chan struct{}
-	held  atomic.Bool
 	mu    sync.Mutex
 	sizes []int // tasks per batch of adds, in order
 }
@@ -38,9 +36,7 @@ func (g *gatedRedis) EvalBatch(ctx context.Context, calls []redisclient.ScriptCa
 		g.mu.Lock()
 		g.sizes = append(g.sizes, tasks)
 		g.mu.Unlock()
-		if g.held.CompareAndSwap(false, true) {
-			<-g.gate
-		}
+		<-g.gate
 	}
 	return g.RedisClient.EvalBatch(ctx, calls)
 }
@@ -51,8 +47,8 @@ func (g *gatedRedis) batchSizes() []int {
 	return append([]int(nil), g.sizes...)
 }
 
-// newGatedWheel returns a client-only wheel on miniredis whose first batch
-// of adds waits for close(g.gate).
+// newGatedWheel returns a client-only wheel on miniredis whose batches of
+// adds wait for close(g.gate).
 func newGatedWheel(t *testing.T) (*RTimeWheel, *gatedRedis) {
 	t.Helper()
 	rc := redisclient.NewClient("tcp", miniredis.RunT(t).Addr(), "")
@@ -90,22 +86,26 @@ func TestConcurrentAddTaskCallsShareABatch(t *testing.T) {
 	at := time.Now().Add(time.Hour)
 	const n = 32
 	errs := make(chan error, n)
-	go func() { errs <- w.AddTask(ctx, "first", queueTask(), at) }()
-	waitUntil(t, "the first add is in Redis", func() bool { return len(g.batchSizes()) == 1 })
-	for i := 1; i < n; i++ {
+	// The first maxAddWriters calls each start a writer at once.
+	for i := range maxAddWriters {
+		go func() { errs <- w.AddTask(ctx, fmt.Sprint("first-", i), queueTask(), at) }()
+	}
+	waitUntil(t, "the first adds are in Redis", func() bool { return len(g.batchSizes()) == maxAddWriters })
+	for i := maxAddWriters; i < n; i++ {
 		go func() { errs <- w.AddTask(ctx, fmt.Sprint("queued-", i), queueTask(), at) }()
 	}
-	waitUntil(t, "the others have queued", func() bool { return w.adds.queued() == n-1 })
+	waitUntil(t, "the others have queued", func() bool { return w.adds.queued() == n-maxAddWriters })
 	close(g.gate)
 	for range n {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := g.batchSizes(); len(got) != 2 || got[0] != 1 || got[1] != n-1 {
-		t.Fatalf("tasks per batch = %v, want [1 %d]: the calls that arrived during the first write go out together", got, n-1)
+	got := g.batchSizes()
+	if len(got) != maxAddWriters+1 || got[maxAddWriters] != n-maxAddWriters {
+		t.Fatalf("tasks per batch = %v, want %d of 1 then %d: the calls that arrived while every writer was busy go out together", got, maxAddWriters, n-maxAddWriters)
 	}
-	for i := 1; i < n; i++ {
+	for i := maxAddWriters; i < n; i++ {
 		if _, err := w.GetTask(ctx, fmt.Sprint("queued-", i)); err != nil {
 			t.Errorf("queued-%d: %v", i, err)
 		}
@@ -115,9 +115,11 @@ func TestConcurrentAddTaskCallsShareABatch(t *testing.T) {
 func TestAddTaskWaitingForABatchHonoursItsContext(t *testing.T) {
 	w, g := newGatedWheel(t)
 	at := time.Now().Add(time.Hour)
-	first := make(chan error, 1)
-	go func() { first <- w.AddTask(context.Background(), "first", queueTask(), at) }()
-	waitUntil(t, "the first add is in Redis", func() bool { return len(g.batchSizes()) == 1 })
+	first := make(chan error, maxAddWriters)
+	for i := range maxAddWriters {
+		go func() { first <- w.AddTask(context.Background(), fmt.Sprint("first-", i), queueTask(), at) }()
+	}
+	waitUntil(t, "the first adds are in Redis", func() bool { return len(g.batchSizes()) == maxAddWriters })
 
 	// Invalid tasks fail at once: they are never queued.
 	if err := w.AddTask(context.Background(), "bad", &RTaskElement{}, at); !errors.Is(err, ErrInvalidTask) {
@@ -132,7 +134,9 @@ func TestAddTaskWaitingForABatchHonoursItsContext(t *testing.T) {
 		t.Fatalf("cancelled add: %v, want context.Canceled", err)
 	}
 	close(g.gate)
-	if err := <-first; err != nil {
-		t.Fatal(err)
+	for range maxAddWriters {
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
