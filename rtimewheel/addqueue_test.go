@@ -86,11 +86,12 @@ func TestConcurrentAddTaskCallsShareABatch(t *testing.T) {
 	at := time.Now().Add(time.Hour)
 	const n = 32
 	errs := make(chan error, n)
-	// The first maxAddWriters calls each start a writer at once.
+	// The first maxAddWriters calls, one after the other, each start a
+	// writer at once.
 	for i := range maxAddWriters {
 		go func() { errs <- w.AddTask(ctx, fmt.Sprint("first-", i), queueTask(), at) }()
+		waitUntil(t, "the first adds are in Redis", func() bool { return len(g.batchSizes()) == i+1 })
 	}
-	waitUntil(t, "the first adds are in Redis", func() bool { return len(g.batchSizes()) == maxAddWriters })
 	for i := maxAddWriters; i < n; i++ {
 		go func() { errs <- w.AddTask(ctx, fmt.Sprint("queued-", i), queueTask(), at) }()
 	}
@@ -118,8 +119,8 @@ func TestAddTaskWaitingForABatchHonoursItsContext(t *testing.T) {
 	first := make(chan error, maxAddWriters)
 	for i := range maxAddWriters {
 		go func() { first <- w.AddTask(context.Background(), fmt.Sprint("first-", i), queueTask(), at) }()
+		waitUntil(t, "the first adds are in Redis", func() bool { return len(g.batchSizes()) == i+1 })
 	}
-	waitUntil(t, "the first adds are in Redis", func() bool { return len(g.batchSizes()) == maxAddWriters })
 
 	// Invalid tasks fail at once: they are never queued.
 	if err := w.AddTask(context.Background(), "bad", &RTaskElement{}, at); !errors.Is(err, ErrInvalidTask) {
