@@ -176,7 +176,9 @@ func (wk *worker) pullLoop() {
 		switch {
 		case err != nil:
 			failures++
-			wait = min(wk.w.cfg.tick<<min(failures, 16), maxPullBackoff)
+			// From 200 ms (or two ticks, if shorter) doubling to 5 s: a
+			// worker is back soon after Redis is.
+			wait = min(min(wk.w.cfg.tick, 100*time.Millisecond)<<min(failures, 16), maxPullBackoff)
 			if failures == 1 || failures%30 == 0 {
 				log.Error("rtimewheel: pull failed; retrying", "error", err, "failures", failures, "retry_in", wait)
 			}
