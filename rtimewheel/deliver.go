@@ -188,7 +188,7 @@ func (wk *worker) bury(ctx context.Context, it *leased, res httpclient.Result) (
 // version or none, undo takes the new place back.
 func (wk *worker) moveIndex(ctx context.Context, it *leased, to location, outcome Outcome, undo redisclient.ScriptCall) (Outcome, error) {
 	w := wk.w
-	moved, err := w.indexCAS(ctx, it.key, it.version, to.String())
+	moved, err := wk.indexCASPulled(ctx, it, to.String())
 	if err != nil {
 		return outcome, storeErr("move index", err)
 	}
@@ -206,6 +206,40 @@ func (wk *worker) moveIndex(ctx context.Context, it *leased, to location, outcom
 
 // drop removes the pulled entry of a task that was removed or replaced
 // while its callback was in flight.
+// indexWriteWait bounds how long a worker waits for the index entry of a
+// task it pulled before the add that stored the task wrote its index.
+const indexWriteWait = 2 * time.Second
+
+// indexCASPulled moves the index entry of the pulled task it to loc, as
+// indexCAS does. An add writes the slice entry and then the index entry
+// (pipelined, but other clients' commands may run in between), so a task
+// due at once can be pulled, fired and failed before its index entry
+// exists. A missing entry while this worker still holds the task's lease
+// means just that (a removal deletes the lease too), so it waits for the
+// entry, briefly, instead of taking the task for removed and dropping it.
+func (wk *worker) indexCASPulled(ctx context.Context, it *leased, loc string) (bool, error) {
+	w := wk.w
+	moved, err := w.indexCAS(ctx, it.key, it.version, loc)
+	deadline := time.Now().Add(indexWriteWait)
+	for err == nil && !moved && time.Now().Before(deadline) {
+		cur, herr := w.redis.Do(ctx, "HGET", w.keys.Index(it.key), it.key)
+		if herr != nil || cur != nil {
+			break // replaced meanwhile, or Redis fails: no waiting helps
+		}
+		lease, lerr := w.redis.Do(ctx, "ZSCORE", w.keys.Slice(it.minute, it.shard).Lease, it.key)
+		if lerr != nil || lease == nil {
+			break // removed: the lease went with it
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+		moved, err = w.indexCAS(ctx, it.key, it.version, loc)
+	}
+	return moved, err
+}
+
 func (wk *worker) drop(ctx context.Context, it *leased) (Outcome, error) {
 	_, err := wk.removePulled(ctx, it)
 	return OutcomeDropped, err
