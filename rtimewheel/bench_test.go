@@ -31,17 +31,25 @@ func BenchmarkRawEvalSHA(b *testing.B) {
 		}
 	})
 	b.Run("parallel32", func(b *testing.B) {
-		b.SetParallelism(32)
-		var n atomic.Int64
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				i := n.Add(1)
-				if _, err := e.raw.Eval(ctx, rawZadd, []string{key}, i, fmt.Sprint("p", i)); err != nil {
-					b.Error(err)
-					return
-				}
-			}
+		parallel32(b, func(i int64) error {
+			_, err := e.raw.Eval(ctx, rawZadd, []string{key}, i, fmt.Sprint("p", i))
+			return err
 		})
+	})
+}
+
+// parallel32 runs op from 32 goroutines per CPU, each call with a number of
+// its own, and stops a goroutine at its first error.
+func parallel32(b *testing.B, op func(i int64) error) {
+	b.SetParallelism(32)
+	var n atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := op(n.Add(1)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
 	})
 }
 
@@ -62,16 +70,7 @@ func BenchmarkAddTask(b *testing.B) {
 		}
 	})
 	b.Run("parallel32", func(b *testing.B) {
-		b.SetParallelism(32)
-		var n atomic.Int64
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				if err := w.AddTask(ctx, fmt.Sprint("p", n.Add(1)), benchTask(), at); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
+		parallel32(b, func(i int64) error { return w.AddTask(ctx, fmt.Sprint("p", i), benchTask(), at) })
 	})
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -101,31 +100,14 @@ func BenchmarkAddTaskStandaloneVsCluster(b *testing.B) {
 			ctx := context.Background()
 			at := time.Now().Add(time.Hour)
 			b.Run("raw-evalsha-parallel32", func(b *testing.B) {
-				b.SetParallelism(32)
-				var n atomic.Int64
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						i := n.Add(1)
-						// Spread over slots, as the wheel's keys are.
-						key := fmt.Sprintf("{%s:raw:%d}:z", ns, i%64)
-						if _, err := client.Eval(ctx, rawZadd, []string{key}, i, fmt.Sprint("p", i)); err != nil {
-							b.Error(err)
-							return
-						}
-					}
+				parallel32(b, func(i int64) error {
+					key := fmt.Sprintf("{%s:raw:%d}:z", ns, i%64) // spread over slots, as the wheel's keys are
+					_, err := client.Eval(ctx, rawZadd, []string{key}, i, fmt.Sprint("p", i))
+					return err
 				})
 			})
 			b.Run("addtask-parallel32", func(b *testing.B) {
-				b.SetParallelism(32)
-				var n atomic.Int64
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						if err := w.AddTask(ctx, fmt.Sprint("p", n.Add(1)), benchTask(), at); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
+				parallel32(b, func(i int64) error { return w.AddTask(ctx, fmt.Sprint("p", i), benchTask(), at) })
 			})
 			b.StopTimer()
 			cleanNamespace(b, client, ns)
