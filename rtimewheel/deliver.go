@@ -223,8 +223,12 @@ func (wk *worker) indexCASPulled(ctx context.Context, it *leased, loc string) (b
 	deadline := time.Now().Add(indexWriteWait)
 	for err == nil && !moved && time.Now().Before(deadline) {
 		cur, herr := w.redis.Do(ctx, "HGET", w.keys.Index(it.key), it.key)
-		if herr != nil || cur != nil {
-			break // replaced meanwhile, or Redis fails: no waiting helps
+		if herr != nil {
+			break
+		}
+		if cur != nil {
+			// Written since the CAS: ours now, or replaced meanwhile.
+			return w.indexCAS(ctx, it.key, it.version, loc)
 		}
 		lease, lerr := w.redis.Do(ctx, "ZSCORE", w.keys.Slice(it.minute, it.shard).Lease, it.key)
 		if lerr != nil || lease == nil {
