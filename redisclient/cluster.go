@@ -62,6 +62,7 @@ type ClusterClient struct {
 	readTimeout time.Duration
 
 	masters       atomic.Pointer[slotMasters]
+	mastersMu     sync.Mutex // serializes stores to masters
 	refreshMu     sync.Mutex // serializes synchronous refreshes
 	refreshing    atomic.Bool
 	lastRefreshNs atomic.Int64
@@ -109,7 +110,9 @@ func NewClusterClient(seeds []string, password string, opts ...ClientOption) (*C
 					m[slot] = nodes[0]
 				}
 			}
+			c.mastersMu.Lock()
 			c.masters.Store(&m)
+			c.mastersMu.Unlock()
 		},
 	}
 	return c, nil
@@ -211,6 +214,29 @@ func (c *ClusterClient) usable(ctx context.Context) error {
 		return c.refresh(true)
 	}
 	return nil
+}
+
+// learnMoved points the slot named by a MOVED answer at the master it
+// names, at once. redisc refreshes the whole map in the background after a
+// MOVED, but until that lands (and when the node it asks has not heard of
+// the change yet) batches would go on being grouped by the old map.
+func (c *ClusterClient) learnMoved(err error) {
+	re := redisc.ParseRedir(err)
+	if re == nil || re.Type != "MOVED" {
+		return
+	}
+	c.mastersMu.Lock()
+	defer c.mastersMu.Unlock()
+	old := c.masters.Load()
+	if old != nil && old[re.NewSlot] == re.Addr {
+		return
+	}
+	var m slotMasters
+	if old != nil {
+		m = *old
+	}
+	m[re.NewSlot] = re.Addr
+	c.masters.Store(&m)
 }
 
 // masterOf returns the address of the master of key's slot, "" if unknown.
@@ -319,7 +345,9 @@ func (c *ClusterClient) onSlot(ctx context.Context, key string, run func(conn re
 			return v, nil
 		case notRun(err):
 			lastErr = err
-			if !strings.HasPrefix(err.Error(), "MOVED") {
+			if strings.HasPrefix(err.Error(), "MOVED") {
+				c.learnMoved(err)
+			} else {
 				c.refreshSoon()
 			}
 			continue
@@ -615,7 +643,9 @@ func (c *ClusterClient) pipeline(ctx context.Context, calls []ScriptCall, idx []
 		case errors.As(err, &re) && notRun(re):
 			replies[i].Err = re
 			notRunYet = append(notRunYet, i)
-			if !strings.HasPrefix(string(re), "MOVED") {
+			if strings.HasPrefix(string(re), "MOVED") {
+				c.learnMoved(re)
+			} else {
 				c.refreshSoon()
 			}
 		case errors.As(err, &re):
