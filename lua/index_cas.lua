@@ -6,7 +6,8 @@
 --          delete the entry
 --
 -- Reply: array with one integer per triple: 1 when changed, 0 when the key
--- is gone or has another version (it was removed or replaced meanwhile).
+-- has another version (it was replaced meanwhile), -1 when it has no entry
+-- (removed, or its add has not written the entry yet).
 local out = {}
 for i = 1, #ARGV, 3 do
   local key = ARGV[i]
@@ -19,8 +20,10 @@ for i = 1, #ARGV, 3 do
       redis.call('HSET', KEYS[1], key, ARGV[i + 2])
     end
     out[#out + 1] = 1
-  else
+  elseif cur then
     out[#out + 1] = 0
+  else
+    out[#out + 1] = -1
   end
 end
 return out

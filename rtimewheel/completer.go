@@ -2,6 +2,7 @@ package rtimewheel
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/spf13/cast"
@@ -27,14 +28,35 @@ type ackRequest struct {
 // completer writes acks in batches: one script call per slice and one per
 // index bucket for all the acks of a batch, pipelined in one round trip.
 // Under load this turns thousands of acks a second into a few calls.
+//
+// An add writes the slice entry before the index entry, so a task due at
+// once can be fired and acked before its index entry exists; the ack then
+// finds no entry to delete, and the add writes one afterwards that points
+// at nothing. The completer keeps such acks and deletes their entries (by
+// version) again indexWriteWait later.
 type completer struct {
 	w        *RTimeWheel
 	requests chan ackRequest
 	finished chan struct{}
+	tidyWait time.Duration // how long after an ack an unwritten index entry is looked for again
 }
 
+// indexEntry names the index entry of one version of a task.
+type indexEntry struct {
+	key, version string
+}
+
+// lateEntry is an acked task whose index entry was not written yet.
+type lateEntry struct {
+	indexEntry
+	at time.Time // when to delete it
+}
+
+// maxLateEntries bounds the acks kept for a later look at their index.
+const maxLateEntries = 100_000
+
 func newCompleter(w *RTimeWheel) *completer {
-	c := &completer{w: w, requests: make(chan ackRequest, completeBatch), finished: make(chan struct{})}
+	c := &completer{w: w, requests: make(chan ackRequest, completeBatch), finished: make(chan struct{}), tidyWait: indexWriteWait}
 	go c.run()
 	return c
 }
@@ -64,66 +86,95 @@ func (c *completer) close() {
 
 func (c *completer) run() {
 	defer close(c.finished)
-	for first := range c.requests {
-		batch := []ackRequest{first}
-		linger := time.NewTimer(completeLinger)
-	collect:
-		for len(batch) < completeBatch {
-			select {
-			case req, ok := <-c.requests:
-				if !ok {
-					break collect
-				}
-				batch = append(batch, req)
-			case <-linger.C:
-				break collect
+	var late []lateEntry
+	tidy := time.NewTimer(time.Hour)
+	tidy.Stop()
+	defer tidy.Stop()
+	for {
+		select {
+		case first, ok := <-c.requests:
+			if !ok {
+				c.tidy(late) // last look, early rather than never
+				return
+			}
+			wasEmpty := len(late) == 0
+			for _, e := range c.write(c.collect(first)) {
+				late = append(late, lateEntry{e, time.Now().Add(c.tidyWait)})
+			}
+			if over := len(late) - maxLateEntries; over > 0 {
+				late = late[over:] // those entries stay behind: memory, not a lost task
+			}
+			if wasEmpty && len(late) > 0 {
+				tidy.Reset(c.tidyWait)
+			}
+		case <-tidy.C:
+			n := 0
+			for n < len(late) && !late[n].at.After(time.Now()) {
+				n++
+			}
+			c.tidy(late[:n])
+			late = slices.Delete(late, 0, n)
+			if len(late) > 0 {
+				tidy.Reset(time.Until(late[0].at))
 			}
 		}
-		linger.Stop()
-		c.write(batch)
 	}
 }
 
+// collect gathers the requests that arrive within completeLinger of first,
+// up to completeBatch.
+func (c *completer) collect(first ackRequest) []ackRequest {
+	batch := []ackRequest{first}
+	linger := time.NewTimer(completeLinger)
+	defer linger.Stop()
+	for len(batch) < completeBatch {
+		select {
+		case req, ok := <-c.requests:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, req)
+		case <-linger.C:
+			return batch
+		}
+	}
+	return batch
+}
+
 // write acks a batch: the slice entries first, then the index entries,
-// each only for the version delivered, in one pipeline.
-func (c *completer) write(batch []ackRequest) {
+// each only for the version delivered, in one pipeline. It returns the
+// acked tasks that had no index entry yet.
+func (c *completer) write(batch []ackRequest) []indexEntry {
 	w := c.w
 	var calls []redisclient.ScriptCall
-	slices := make(map[sliceRef]int) // slice -> position in calls
-	buckets := make(map[string]int)  // index key -> position in calls
-	owner := make([][]int, 0, 8)     // position in calls -> requests it serves
-	add := func(pos int, i int) {
-		owner[pos] = append(owner[pos], i)
-	}
+	sliceCalls := make(map[sliceRef]int) // slice -> position in calls
+	owner := make([][]int, 0, 8)         // position in calls -> requests it serves
 	for i, req := range batch {
 		it := req.it
 		ref := sliceRef{it.minute, it.shard}
-		pos, ok := slices[ref]
+		pos, ok := sliceCalls[ref]
 		if !ok {
 			pos = len(calls)
-			slices[ref] = pos
+			sliceCalls[ref] = pos
 			calls = append(calls, redisclient.ScriptCall{Script: w.scripts.Ack, Keys: w.slice(it.minute, it.shard)})
 			owner = append(owner, nil)
 		}
 		calls[pos].Args = append(calls[pos].Args, it.key, it.version)
-		add(pos, i)
+		owner[pos] = append(owner[pos], i)
 	}
+	entries := make([]indexEntry, len(batch))
 	for i, req := range batch {
-		it := req.it
-		bucket := w.keys.Index(it.key)
-		pos, ok := buckets[bucket]
-		if !ok {
-			pos = len(calls)
-			buckets[bucket] = pos
-			calls = append(calls, redisclient.ScriptCall{Script: w.scripts.IndexCAS, Keys: []string{bucket}})
-			owner = append(owner, nil)
-		}
-		calls[pos].Args = append(calls[pos].Args, it.key, it.version, "")
-		add(pos, i)
+		entries[i] = indexEntry{req.it.key, req.it.version}
 	}
+	indexCalls, indexOwner := c.indexDeletes(entries)
+	first := len(calls)
+	calls = append(calls, indexCalls...)
+	owner = append(owner, indexOwner...)
+
 	ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
 	defer cancel()
 	errs := make([]error, len(batch))
+	var missing []indexEntry
 	replies, err := w.redis.EvalBatch(ctx, calls)
 	for pos := range calls {
 		callErr := err
@@ -136,10 +187,63 @@ func (c *completer) write(batch []ackRequest) {
 					errs[i] = storeErr("ack", callErr)
 				}
 			}
+			continue
+		}
+		if pos >= first {
+			results := cast.ToSlice(replies[pos].Value)
+			for j, i := range owner[pos] {
+				if j < len(results) && cast.ToInt(results[j]) == -1 {
+					missing = append(missing, entries[i])
+				}
+			}
 		}
 	}
 	for i, req := range batch {
 		req.done <- errs[i]
+	}
+	return missing
+}
+
+// indexDeletes returns the index_cas calls that delete entries, one per
+// index bucket, and for each call the positions in entries it serves, in
+// the order of its replies.
+func (c *completer) indexDeletes(entries []indexEntry) ([]redisclient.ScriptCall, [][]int) {
+	w := c.w
+	var calls []redisclient.ScriptCall
+	var owner [][]int
+	buckets := make(map[string]int) // index key -> position in calls
+	for i, e := range entries {
+		bucket := w.keys.Index(e.key)
+		pos, ok := buckets[bucket]
+		if !ok {
+			pos = len(calls)
+			buckets[bucket] = pos
+			calls = append(calls, redisclient.ScriptCall{Script: w.scripts.IndexCAS, Keys: []string{bucket}})
+			owner = append(owner, nil)
+		}
+		calls[pos].Args = append(calls[pos].Args, e.key, e.version, "")
+		owner[pos] = append(owner[pos], i)
+	}
+	return calls, owner
+}
+
+// tidy deletes the index entries of acked tasks that their adds wrote after
+// the ack, each only if it still names the acked version. It is one more
+// try: an entry still missing (the add failed, or is slower yet) is left.
+func (c *completer) tidy(late []lateEntry) {
+	if len(late) == 0 {
+		return
+	}
+	entries := make([]indexEntry, len(late))
+	for i, e := range late {
+		entries[i] = e.indexEntry
+	}
+	calls, _ := c.indexDeletes(entries)
+	ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+	defer cancel()
+	if _, err := c.w.redis.EvalBatch(ctx, calls); err != nil {
+		c.w.log.Debug("rtimewheel: could not delete the index entries of acked tasks; they stay behind, pointing at nothing",
+			"tasks", len(entries), "error", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package rtimewheel
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,15 +17,23 @@ import (
 	"github.com/rtimewheel/rtimewheel/util"
 )
 
-// An add writes the slice entry, then the index entry; between the two a
-// worker may pull the task, fire it and fail it. Its dead letter (or retry)
-// must wait for the index entry, not take the task for removed and drop it.
-func TestFailureBeforeTheIndexIsWrittenIsNotDropped(t *testing.T) {
+// halfAdd is an add cut in two: its slice entry is written and its
+// callback fired, its index entry not yet.
+type halfAdd struct {
+	w *RTimeWheel
+	p pendingAdd
+}
+
+// addSliceHalf starts a wheel whose callbacks answer status, writes the
+// slice half of an add of a task due now (at most maxAttempts attempts) and
+// waits until its callback was called.
+func addSliceHalf(t *testing.T, key string, status, maxAttempts int) halfAdd {
+	t.Helper()
 	rc := redisclient.NewClient("tcp", miniredis.RunT(t).Addr(), "")
 	t.Cleanup(func() { rc.Close() })
 	called := make(chan struct{}, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
-		rw.WriteHeader(http.StatusServiceUnavailable)
+		rw.WriteHeader(status)
 		select {
 		case called <- struct{}{}:
 		default:
@@ -36,16 +45,15 @@ func TestFailureBeforeTheIndexIsWrittenIsNotDropped(t *testing.T) {
 	t.Cleanup(w.Stop)
 	ctx := context.Background()
 
-	// The first half of an add: the slice entry, no index entry yet.
-	p, err := w.prepareAdd(util.Millis(time.Now()), TaskAt{Key: "early", Task: &RTaskElement{CallbackURL: srv.URL, MaxAttempts: 1}})
+	p, err := w.prepareAdd(util.Millis(time.Now()), TaskAt{Key: key, Task: &RTaskElement{CallbackURL: srv.URL, MaxAttempts: maxAttempts}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.loc.shard = util.Shard("early", w.cfg.shards)
+	p.loc.shard = util.Shard(key, w.cfg.shards)
 	if err := w.ensureWatermark(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.redis.Eval(ctx, w.scripts.Add, w.slice(p.loc.minute, p.loc.shard), "early", p.task.DueMs, p.encoded); err != nil {
+	if _, err := w.redis.Eval(ctx, w.scripts.Add, w.slice(p.loc.minute, p.loc.shard), key, p.task.DueMs, p.encoded); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -53,20 +61,59 @@ func TestFailureBeforeTheIndexIsWrittenIsNotDropped(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the task did not fire")
 	}
-	// The second half lands after the callback failed.
-	time.Sleep(100 * time.Millisecond) // the delay under test, not a synchronisation
-	if _, err := w.redis.Eval(ctx, w.scripts.IndexSwap, []string{w.keys.Index("early")}, "early", p.loc.String()); err != nil {
+	return halfAdd{w, p}
+}
+
+// writeIndexHalf writes the index half of the add.
+func (h halfAdd) writeIndexHalf(t *testing.T) {
+	t.Helper()
+	key := h.p.task.Key
+	if _, err := h.w.redis.Eval(context.Background(), h.w.scripts.IndexSwap, []string{h.w.keys.Index(key)}, key, h.p.loc.String()); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		info, err := w.GetTask(ctx, "early")
-		if err == nil && info.State == StateDead {
-			return
-		}
+}
+
+// An add writes the slice entry, then the index entry; between the two a
+// worker may pull the task, fire it and fail it. Its dead letter (or retry)
+// must wait for the index entry, not take the task for removed and drop it.
+func TestFailureBeforeTheIndexIsWrittenIsNotDropped(t *testing.T) {
+	h := addSliceHalf(t, "early", http.StatusServiceUnavailable, 1)
+	// The second half lands after the callback failed.
+	time.Sleep(100 * time.Millisecond) // the delay under test, not a synchronisation
+	h.writeIndexHalf(t)
+	waitFor(t, "the task that failed its only attempt before its index was written to be a dead letter", func() bool {
+		info, err := h.w.GetTask(context.Background(), "early")
+		return err == nil && info.State == StateDead
+	})
+}
+
+// The same race with a callback that succeeds: the ack finds no index
+// entry to delete, and the add writes one afterwards. The completer looks
+// again later and deletes it, so no entry is left pointing at nothing.
+func TestAckBeforeTheIndexIsWrittenLeavesNoEntry(t *testing.T) {
+	h := addSliceHalf(t, "acked", http.StatusOK, 0)
+	w, ctx := h.w, context.Background()
+	waitFor(t, "the ack to delete the slice entry", func() bool {
+		n, err := w.redis.Do(ctx, "HEXISTS", w.slice(h.p.loc.minute, h.p.loc.shard)[1], "acked")
+		return err == nil && n == int64(0)
+	})
+	h.writeIndexHalf(t) // after the ack
+	waitFor(t, "the index entry of the acked task to be deleted", func() bool {
+		v, err := w.redis.Do(ctx, "HGET", w.keys.Index("acked"), "acked")
+		return err == nil && v == nil
+	})
+	if _, err := w.GetTask(ctx, "acked"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("GetTask of the acked task: %v, want ErrNotFound", err)
+	}
+}
+
+// waitFor polls cond every 10 ms for up to 5 s and fails the test if it
+// never holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the task failed its only attempt before its index was written: GetTask = %+v, %v; want a dead letter", info, err)
+			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
