@@ -569,7 +569,10 @@ func (c *ClusterClient) EvalBatch(ctx context.Context, calls []ScriptCall) ([]Re
 		)
 		for _, idx := range groups {
 			wg.Go(func() {
-				notRunYet, noScriptHere, err := c.pipeline(ctx, calls, idx, withSource, replies)
+				notRunYet, noScriptHere, asked, err := c.pipeline(ctx, calls, idx, withSource, replies)
+				if err == nil {
+					err = c.evalAsked(ctx, calls, asked, replies)
+				}
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -599,15 +602,39 @@ func (c *ClusterClient) EvalBatch(ctx context.Context, calls []ScriptCall) ([]Re
 	return replies, nil
 }
 
+// evalAsked runs, one by one, the calls at idx that their slot's master
+// answered with ASK (the slot is migrating and their keys have left): Eval
+// follows ASK to the importing node. A call's own failure goes into its
+// Reply; a call that could not be run fails the batch.
+func (c *ClusterClient) evalAsked(ctx context.Context, calls []ScriptCall, idx []int, replies []Reply) error {
+	for _, i := range idx {
+		call := calls[i]
+		v, err := c.onSlot(ctx, call.Keys[0], func(conn redis.Conn, timeout time.Duration) (any, error) {
+			return evalOn(conn, timeout, call.Script, call.Keys, call.Args)
+		})
+		var re redis.Error
+		switch {
+		case err == nil:
+			replies[i] = Reply{Value: v}
+		case errors.As(err, &re) && !notRun(re):
+			replies[i] = reply(call.Script, re)
+		default:
+			return fmt.Errorf("eval %s on a migrating slot: %w", call.Script.name, err)
+		}
+	}
+	return nil
+}
+
 // pipeline sends the calls at idx on one connection, bound to the slot of
 // the first, and stores their replies. It returns the calls that did not
-// run: answered with a redirection or "try again" (their Reply.Err holds
-// the answer meanwhile), or NOSCRIPT. When no connection can be had,
-// nothing was sent and every call is returned as not run.
-func (c *ClusterClient) pipeline(ctx context.Context, calls []ScriptCall, idx []int, withSource map[int]bool, replies []Reply) (notRunYet, noScript []int, err error) {
+// run: answered with a redirection other than ASK or "try again" (their
+// Reply.Err holds the answer meanwhile), NOSCRIPT, or ASK. When no
+// connection can be had, nothing was sent and every call is returned as
+// not run.
+func (c *ClusterClient) pipeline(ctx context.Context, calls []ScriptCall, idx []int, withSource map[int]bool, replies []Reply) (notRunYet, noScript, asked []int, err error) {
 	timeout, err := c.timeout(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	conn := c.cluster.Get()
 	defer conn.Close()
@@ -616,7 +643,7 @@ func (c *ClusterClient) pipeline(ctx context.Context, calls []ScriptCall, idx []
 		for _, i := range idx {
 			replies[i].Err = fmt.Errorf("connect: %w", err)
 		}
-		return idx, nil, nil
+		return idx, nil, nil, nil
 	}
 	for _, i := range idx {
 		call := calls[i]
@@ -625,12 +652,12 @@ func (c *ClusterClient) pipeline(ctx context.Context, calls []ScriptCall, idx []
 			cmd, first = "EVAL", call.Script.src
 		}
 		if err := conn.Send(cmd, append([]any{first}, keysAndArgs(call.Keys, call.Args)...)...); err != nil {
-			return nil, nil, fmt.Errorf("send: %w", withContext(ctx, err))
+			return nil, nil, nil, fmt.Errorf("send: %w", withContext(ctx, err))
 		}
 	}
 	if err := conn.Flush(); err != nil {
 		c.refreshSoon()
-		return nil, nil, fmt.Errorf("send: %w", withContext(ctx, err))
+		return nil, nil, nil, fmt.Errorf("send: %w", withContext(ctx, err))
 	}
 	for _, i := range idx {
 		v, err := conn.(redis.ConnWithTimeout).ReceiveWithTimeout(timeout)
@@ -640,6 +667,8 @@ func (c *ClusterClient) pipeline(ctx context.Context, calls []ScriptCall, idx []
 			replies[i] = Reply{Value: v}
 		case errors.As(err, &re) && isNoScript(re):
 			noScript = append(noScript, i)
+		case errors.As(err, &re) && strings.HasPrefix(string(re), "ASK "):
+			asked = append(asked, i)
 		case errors.As(err, &re) && notRun(re):
 			replies[i].Err = re
 			notRunYet = append(notRunYet, i)
@@ -652,10 +681,10 @@ func (c *ClusterClient) pipeline(ctx context.Context, calls []ScriptCall, idx []
 			replies[i] = reply(calls[i].Script, re)
 		default:
 			c.refreshSoon()
-			return nil, nil, withContext(ctx, err)
+			return nil, nil, nil, withContext(ctx, err)
 		}
 	}
-	return notRunYet, noScript, nil
+	return notRunYet, noScript, asked, nil
 }
 
 // LoadScripts loads scripts into the script cache of every master, as

@@ -434,3 +434,82 @@ func TestMovedAnswerUpdatesTheSlotMap(t *testing.T) {
 		t.Errorf("MOVED of slot %d changed slot %d: %q, was %q", slot, redisc.Slot(other), got, before)
 	}
 }
+
+// TestEvalBatchFollowsAskDuringMigration migrates a slot by hand (MIGRATING
+// on its master, IMPORTING on another) and runs batches on a key of it
+// that has left: the master answers ASK, and the call must run on the
+// importing node, not fail after retrying the old one.
+func TestEvalBatchFollowsAskDuringMigration(t *testing.T) {
+	requireRealCluster(t)
+	c, _ := testCluster(t)
+	ctx := testCtx(t)
+	if err := c.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	key := clusterKeys(t, c, 1)[0]
+	slot := redisc.Slot(key)
+	source := c.masterOf(key)
+	masters, err := c.Masters(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := masters[0]
+	if target == source {
+		target = masters[1]
+	}
+	sourceAdmin, targetAdmin := NewClient("tcp", source, ""), NewClient("tcp", target, "")
+	t.Cleanup(func() { sourceAdmin.Close(); targetAdmin.Close() }) // after the undo below
+	sourceID, err1 := redis.String(sourceAdmin.Do(ctx, "CLUSTER", "MYID"))
+	targetID, err2 := redis.String(targetAdmin.Do(ctx, "CLUSTER", "MYID"))
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Undo: the key written on the importing node goes, the slot
+		// stays with its master.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		conn, err := targetAdmin.pool.GetContext(ctx)
+		if err == nil {
+			_, _ = conn.Do("ASKING")
+			_, _ = conn.Do("DEL", key)
+			conn.Close()
+		}
+		_, err1 := targetAdmin.Do(ctx, "CLUSTER", "SETSLOT", slot, "STABLE")
+		_, err2 := sourceAdmin.Do(ctx, "CLUSTER", "SETSLOT", slot, "STABLE")
+		if err := errors.Join(err1, err2); err != nil {
+			t.Errorf("slot %d left migrating, the cluster needs redis-cli --cluster fix: %v", slot, err)
+		}
+	})
+	if _, err := targetAdmin.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", sourceID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sourceAdmin.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", targetID); err != nil {
+		t.Fatal(err)
+	}
+
+	setGet := NewScript("set_get", "redis.call('SET', KEYS[1], ARGV[1]) return redis.call('GET', KEYS[1])")
+	replies, err := c.EvalBatch(ctx, []ScriptCall{{Script: setGet, Keys: []string{key}, Args: []any{"moved"}}})
+	if err != nil {
+		t.Fatalf("batch on a migrating slot: %v", err)
+	}
+	if got, err := redis.String(replies[0].Value, replies[0].Err); err != nil || got != "moved" {
+		t.Fatalf("batch on a migrating slot: %q, %v; want \"moved\"", got, err)
+	}
+	// The key was written on the importing node, not the master (which
+	// answers ASK for a key it does not hold).
+	if n, err := redis.Int(sourceAdmin.Do(ctx, "EXISTS", key)); n != 0 || (err != nil && !strings.Contains(err.Error(), "ASK ")) {
+		t.Errorf("key on the migrating master: EXISTS = %d, %v; want 0 or ASK", n, err)
+	}
+	conn, err := targetAdmin.pool.GetContext(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Do("ASKING"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := redis.String(conn.Do("GET", key)); err != nil || got != "moved" {
+		t.Errorf("key on the importing node: %q, %v; want \"moved\"", got, err)
+	}
+}
