@@ -90,7 +90,7 @@ func (e *env) addPhase(ctx context.Context) error {
 	// key -> a value as long as the stored task, per index bucket an HSET
 	// of key -> a location. No script, no read of the old location, no
 	// encoding: the least Redis work for a store with a key index.
-	stored := fmt.Sprintf("%016x", 0) + `{"u":"` + task.CallbackURL + `","b":` + string(e.body) + `}`
+	stored := e.storedLike(at.UnixMilli())
 	rawTasks := func(ctx context.Context, _ int) (int, error) {
 		conn, err := pool.GetContext(ctx)
 		if err != nil {

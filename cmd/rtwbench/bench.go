@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,6 +56,13 @@ func (e *env) client() *redisclient.Client {
 // receiver.
 func (e *env) task() *rtimewheel.RTaskElement {
 	return &rtimewheel.RTaskElement{CallbackURL: e.recv.url + "/hook", Req: e.body}
+}
+
+// storedLike returns a string as long as the wheel's stored form of e.task()
+// due at ms: a 16-digit version, then the JSON of URL, body and time. The
+// raw limits write it in place of the stored task.
+func (e *env) storedLike(ms int64) string {
+	return fmt.Sprintf("%016x", 0) + `{"u":"` + e.task().CallbackURL + `","b":` + string(e.body) + `,"s":` + strconv.FormatInt(ms, 10) + `}`
 }
 
 // bench runs every phase not skipped and returns the results.

@@ -127,7 +127,7 @@ func (e *env) rawMemory(ctx context.Context, n int, keyFormat string, due time.T
 	del := []any{zkey, hkey}
 	body := string(e.body)
 	if sameData {
-		body = fmt.Sprintf("%016x", 0) + `{"u":"` + e.task().CallbackURL + `","b":` + body + `}`
+		body = e.storedLike(due.UnixMilli())
 		for b := range util.IndexBuckets {
 			del = append(del, ns+":index:"+strconv.Itoa(b))
 		}
