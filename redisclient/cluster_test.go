@@ -389,23 +389,26 @@ func waitReplicaInSync(t *testing.T, admin *Client, addr string) {
 	}
 }
 
-// replicaOf returns the address of a replica of the master at addr.
+// replicaOf returns the address of a replica of the master at addr,
+// waiting up to 20 s for one to attach (a cluster just created has none yet).
 func replicaOf(t *testing.T, addr string) string {
 	t.Helper()
 	admin := NewClient("tcp", addr, "")
 	defer admin.Close()
 	ctx := testCtx(t)
-	role, err := redis.Values(admin.Do(ctx, "ROLE"))
-	if err != nil {
-		t.Fatal(err)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		// ROLE of a master: "master", offset, [[ip, port, offset], ...]
+		role, err := redis.Values(admin.Do(ctx, "ROLE"))
+		if err == nil && len(role) >= 3 {
+			if replicas, _ := redis.Values(role[2], nil); len(replicas) > 0 {
+				r, _ := redis.Strings(replicas[0], nil)
+				return r[0] + ":" + r[1]
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("master %s has no replica: ROLE %v, %v", addr, role, err)
+		}
 	}
-	// ROLE of a master: "master", offset, [[ip, port, offset], ...]
-	replicas, _ := redis.Values(role[2], nil)
-	if len(replicas) == 0 {
-		t.Fatalf("master %s has no replica", addr)
-	}
-	r, _ := redis.Strings(replicas[0], nil)
-	return r[0] + ":" + r[1]
 }
 
 // A MOVED answer re-points its slot at once, before any refresh, and

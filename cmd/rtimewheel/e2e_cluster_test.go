@@ -203,21 +203,27 @@ func TestE2EClusterFailoverLosesNothing(t *testing.T) {
 // copyTasks copies tasks, so appending to the copy leaves tasks alone.
 func copyTasks(tasks []plannedTask) []plannedTask { return append([]plannedTask(nil), tasks...) }
 
-// replicaOf returns the address of a replica of the master at addr.
+// replicaOf returns the address of a replica of the master at addr,
+// waiting up to 20 s for one to attach (a cluster just created has none yet).
 func replicaOf(t *testing.T, addr string) string {
 	t.Helper()
 	c := redisclient.NewClient("tcp", addr, "")
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	role, err := redis.Values(c.Do(ctx, "ROLE"))
-	if err != nil || len(role) < 3 {
-		t.Fatalf("ROLE of %s: %v %v", addr, role, err)
-	}
-	replicas, _ := redis.Values(role[2], nil)
-	if len(replicas) == 0 {
-		t.Fatalf("master %s has no replica", addr)
-	}
-	r, _ := redis.Strings(replicas[0], nil)
-	return r[0] + ":" + r[1]
+	var replica string
+	eventually(t, 20*time.Second, "a replica of "+addr, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		role, err := redis.Values(c.Do(ctx, "ROLE"))
+		if err != nil || len(role) < 3 {
+			return false
+		}
+		replicas, _ := redis.Values(role[2], nil)
+		if len(replicas) == 0 {
+			return false
+		}
+		r, _ := redis.Strings(replicas[0], nil)
+		replica = r[0] + ":" + r[1]
+		return true
+	})
+	return replica
 }
