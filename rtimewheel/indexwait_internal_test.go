@@ -81,7 +81,7 @@ func TestFailureBeforeTheIndexIsWrittenIsNotDropped(t *testing.T) {
 	// The second half lands after the callback failed.
 	time.Sleep(100 * time.Millisecond) // the delay under test, not a synchronisation
 	h.writeIndexHalf(t)
-	waitFor(t, "the task that failed its only attempt before its index was written to be a dead letter", func() bool {
+	waitUntil(t, "the task that failed its only attempt before its index was written to be a dead letter", func() bool {
 		info, err := h.w.GetTask(context.Background(), "early")
 		return err == nil && info.State == StateDead
 	})
@@ -93,27 +93,16 @@ func TestFailureBeforeTheIndexIsWrittenIsNotDropped(t *testing.T) {
 func TestAckBeforeTheIndexIsWrittenLeavesNoEntry(t *testing.T) {
 	h := addSliceHalf(t, "acked", http.StatusOK, 0)
 	w, ctx := h.w, context.Background()
-	waitFor(t, "the ack to delete the slice entry", func() bool {
+	waitUntil(t, "the ack to delete the slice entry", func() bool {
 		n, err := w.redis.Do(ctx, "HEXISTS", w.slice(h.p.loc.minute, h.p.loc.shard)[1], "acked")
 		return err == nil && n == int64(0)
 	})
 	h.writeIndexHalf(t) // after the ack
-	waitFor(t, "the index entry of the acked task to be deleted", func() bool {
+	waitUntil(t, "the index entry of the acked task to be deleted", func() bool {
 		v, err := w.redis.Do(ctx, "HGET", w.keys.Index("acked"), "acked")
 		return err == nil && v == nil
 	})
 	if _, err := w.GetTask(ctx, "acked"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("GetTask of the acked task: %v, want ErrNotFound", err)
-	}
-}
-
-// waitFor polls cond every 10 ms for up to 5 s and fails the test if it
-// never holds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
 	}
 }
