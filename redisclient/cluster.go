@@ -609,17 +609,15 @@ func (c *ClusterClient) EvalBatch(ctx context.Context, calls []ScriptCall) ([]Re
 func (c *ClusterClient) evalAsked(ctx context.Context, calls []ScriptCall, idx []int, replies []Reply) error {
 	for _, i := range idx {
 		call := calls[i]
-		v, err := c.onSlot(ctx, call.Keys[0], func(conn redis.Conn, timeout time.Duration) (any, error) {
-			return evalOn(conn, timeout, call.Script, call.Keys, call.Args)
-		})
+		v, err := c.Eval(ctx, call.Script, call.Keys, call.Args...)
 		var re redis.Error
 		switch {
 		case err == nil:
 			replies[i] = Reply{Value: v}
 		case errors.As(err, &re) && !notRun(re):
-			replies[i] = reply(call.Script, re)
+			replies[i] = Reply{Err: err} // the script's own error, wrapped as Eval wraps it
 		default:
-			return fmt.Errorf("eval %s on a migrating slot: %w", call.Script.name, err)
+			return fmt.Errorf("on a migrating slot: %w", err)
 		}
 	}
 	return nil
