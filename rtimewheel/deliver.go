@@ -230,7 +230,7 @@ func (wk *worker) indexCASPulled(ctx context.Context, it *leased, loc string) (b
 			// Written since the CAS: ours now, or replaced meanwhile.
 			return w.indexCAS(ctx, it.key, it.version, loc)
 		}
-		lease, lerr := w.redis.Do(ctx, "ZSCORE", w.keys.Slice(it.minute, it.shard).Lease, it.key)
+		lease, lerr := w.redis.Do(ctx, "ZSCORE", w.sliceKeys.Slice(it.minute, it.shard).Lease, it.key)
 		if lerr != nil || lease == nil {
 			break // removed: the lease went with it
 		}

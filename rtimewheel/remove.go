@@ -87,7 +87,7 @@ func (w *RTimeWheel) GetTask(ctx context.Context, key string) (*TaskInfo, error)
 	if err != nil {
 		return nil, fmt.Errorf("get task %q: %w", key, err)
 	}
-	hash, state := w.keys.Slice(loc.minute, loc.shard).Body, StateScheduled
+	hash, state := w.sliceKeys.Slice(loc.minute, loc.shard).Body, StateScheduled
 	if loc.dead {
 		hash, state = w.keys.Dead().Body, StateDead
 	}

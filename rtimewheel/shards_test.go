@@ -3,6 +3,7 @@ package rtimewheel_test
 import (
 	"context"
 	"errors"
+	"syscall"
 	"testing"
 	"time"
 
@@ -62,5 +63,32 @@ func TestShardCountIsReadOnceRedisIsBack(t *testing.T) {
 	})
 	if got := w.Shards(); got != rtimewheel.DefaultShards {
 		t.Fatalf("after Redis came back: %d shards, want %d", got, rtimewheel.DefaultShards)
+	}
+}
+
+// infoFails is a RedisClient whose INFO fails as if Redis were out of
+// reach, while every other command works.
+type infoFails struct{ rtimewheel.RedisClient }
+
+func (c infoFails) Do(ctx context.Context, cmd string, args ...any) (any, error) {
+	if cmd == "INFO" {
+		return nil, syscall.ECONNRESET
+	}
+	return c.RedisClient.Do(ctx, cmd, args...)
+}
+
+// A failed INFO is not taken for "standalone": that guess would pin 1 shard
+// for every wheel of a namespace on a cluster. The count stays unset until
+// INFO answers.
+func TestShardCountIsNotGuessedWhenInfoFails(t *testing.T) {
+	e := newEnv(t)
+	w := rtimewheel.NewRTimeWheel(infoFails{e.redis}, nil, rtimewheel.WithNamespace(e.ns), rtimewheel.WithoutWorker(),
+		rtimewheel.WithLogger(testLogger(t)))
+	t.Cleanup(w.Stop)
+	if got := w.Shards(); got != 0 {
+		t.Fatalf("with INFO failing the wheel pinned %d shards", got)
+	}
+	if n, err := e.redis.Do(context.Background(), "EXISTS", e.ns+":shards"); err != nil || n != int64(0) {
+		t.Fatalf("the shard count key was written: EXISTS = %v, %v", n, err)
 	}
 }

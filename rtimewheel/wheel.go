@@ -22,7 +22,7 @@ type RTimeWheel struct {
 	cfg     config
 	redis   RedisClient
 	http    CallbackClient
-	keys    util.Keys
+	keys    util.Keys // the namespace's keys; never reassigned (background loops read it)
 	scripts *lua.Scripts
 	log     *slog.Logger
 
@@ -36,10 +36,12 @@ type RTimeWheel struct {
 	// adds coalesces concurrent AddTask calls into batches.
 	adds addQueue
 
-	// pinned is set once cfg.shards and keys hold the namespace's shard
-	// count (see ready); pinMu serializes the asking.
-	pinned atomic.Bool
-	pinMu  sync.Mutex
+	// pinned is set once cfg.shards and sliceKeys hold the namespace's
+	// shard count (see ready); pinMu serializes the asking. Only code that
+	// passed ready reads cfg.shards and sliceKeys.
+	pinned    atomic.Bool
+	pinMu     sync.Mutex
+	sliceKeys util.Keys
 
 	stopOnce sync.Once
 	stopped  atomic.Bool
@@ -60,7 +62,7 @@ func NewRTimeWheel(redisClient RedisClient, httpClient CallbackClient, opts ...O
 		cfg:     cfg,
 		redis:   redisClient,
 		http:    httpClient,
-		keys:    util.NewKeys(cfg.namespace).WithShards(cfg.shards),
+		keys:    util.NewKeys(cfg.namespace),
 		scripts: lua.New(),
 		log:     cfg.logger,
 	}
@@ -111,7 +113,7 @@ func (w *RTimeWheel) ready(ctx context.Context) error {
 	if err := w.pinShards(ctx); err != nil {
 		return storeErr("read the namespace's shard count", err)
 	}
-	w.pinned.Store(true) // publishes cfg.shards and keys to the readers
+	w.pinned.Store(true) // publishes cfg.shards and sliceKeys to the readers
 	return nil
 }
 
@@ -143,7 +145,11 @@ func (w *RTimeWheel) pinShards(ctx context.Context) error {
 		want := configured
 		if want == 0 {
 			want = DefaultShards
-			if w.onCluster(ctx) {
+			cluster, err := w.onCluster(ctx)
+			if err != nil {
+				return err
+			}
+			if cluster {
 				want = DefaultClusterShards
 			}
 		}
@@ -178,13 +184,23 @@ func (w *RTimeWheel) Shards() int {
 // setShards makes the wheel slice minutes into n shards.
 func (w *RTimeWheel) setShards(n int) {
 	w.cfg.shards = n
-	w.keys = w.keys.WithShards(n)
+	w.sliceKeys = w.keys.WithShards(n)
 }
 
-// onCluster reports whether Redis says it runs in cluster mode.
-func (w *RTimeWheel) onCluster(ctx context.Context) bool {
+// onCluster reports whether Redis says it runs in cluster mode. Redis out
+// of reach is an error, not "standalone": the count chosen here is pinned
+// for every wheel of the namespace. A server that refuses INFO (an ACL)
+// gives no sign of a cluster.
+func (w *RTimeWheel) onCluster(ctx context.Context) (bool, error) {
 	reply, err := w.redis.Do(ctx, "INFO", "cluster")
-	return err == nil && strings.Contains(cast.ToString(reply), "cluster_enabled:1")
+	if err != nil {
+		if redisclient.IsUnavailable(err) || ctx.Err() != nil {
+			return false, err
+		}
+		w.log.Warn("rtimewheel: Redis refused INFO cluster; taking it for a standalone Redis", "error", err)
+		return false, nil
+	}
+	return strings.Contains(cast.ToString(reply), "cluster_enabled:1"), nil
 }
 
 // sanitize replaces out-of-range options by their defaults, logging each.
@@ -248,7 +264,7 @@ func (w *RTimeWheel) ensureWatermark(ctx context.Context) error {
 }
 
 func (w *RTimeWheel) slice(minute int64, shard int) []string {
-	return w.keys.Slice(minute, shard).List()
+	return w.sliceKeys.Slice(minute, shard).List()
 }
 
 // InFlight returns the callbacks in flight now.
