@@ -63,8 +63,8 @@ type ClusterClient struct {
 
 	masters       atomic.Pointer[slotMasters]
 	mastersMu     sync.Mutex // serializes stores to masters
-	refreshMu     sync.Mutex // serializes synchronous refreshes
-	refreshing    atomic.Bool
+	refreshMu     sync.Mutex     // guards inflight
+	inflight      *refreshResult // the slot-map fetch under way, nil if none
 	lastRefreshNs atomic.Int64
 	closed        atomic.Bool
 }
@@ -162,18 +162,51 @@ func (c *ClusterClient) Refresh(ctx context.Context) error {
 	if err := c.usable(ctx); err != nil {
 		return fmt.Errorf("redisclient: cluster refresh: %w", err)
 	}
-	return c.refresh(false)
+	return c.refresh(ctx, false)
 }
 
-// refresh fetches the slot map; onlyIfNone skips it when another caller
-// fetched one meanwhile.
-func (c *ClusterClient) refresh(onlyIfNone bool) error {
+// refreshResult is the outcome of one slot-map fetch, known once done is
+// closed.
+type refreshResult struct {
+	done chan struct{}
+	err  error
+}
+
+// refresh fetches the slot map, or joins the fetch already under way, and
+// waits for it within ctx; onlyIfNone returns at once when a map is known.
+// One fetch at a time: callers that arrive while a seed does not answer
+// share its wait instead of queueing their own behind it.
+func (c *ClusterClient) refresh(ctx context.Context, onlyIfNone bool) error {
 	c.refreshMu.Lock()
-	defer c.refreshMu.Unlock()
 	if onlyIfNone && c.masters.Load() != nil {
+		c.refreshMu.Unlock()
 		return nil
 	}
-	c.lastRefreshNs.Store(time.Now().UnixNano())
+	r := c.inflight
+	if r == nil {
+		r = &refreshResult{done: make(chan struct{})}
+		c.inflight = r
+		c.lastRefreshNs.Store(time.Now().UnixNano())
+		go func() {
+			r.err = c.fetchSlots()
+			c.refreshMu.Lock()
+			c.inflight = nil
+			c.refreshMu.Unlock()
+			close(r.done)
+		}()
+	}
+	c.refreshMu.Unlock()
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// fetchSlots asks the cluster for its slot map (redisc's LayoutRefresh
+// hook stores it).
+func (c *ClusterClient) fetchSlots() error {
 	if err := c.cluster.Refresh(); err != nil {
 		if c.closed.Load() {
 			return ErrClosed
@@ -183,19 +216,13 @@ func (c *ClusterClient) refresh(onlyIfNone bool) error {
 	return nil
 }
 
-// refreshSoon refreshes the slot map in the background, at most once per
+// refreshSoon starts a slot-map fetch in the background, at most once per
 // minRefreshInterval. Errors that may mean a node went away call it.
 func (c *ClusterClient) refreshSoon() {
 	if time.Since(time.Unix(0, c.lastRefreshNs.Load())) < minRefreshInterval {
 		return
 	}
-	if !c.refreshing.CompareAndSwap(false, true) {
-		return
-	}
-	go func() {
-		defer c.refreshing.Store(false)
-		_ = c.refresh(false) // the next call that fails tries again
-	}()
+	go func() { _ = c.refresh(context.Background(), false) }() // the next call that fails tries again
 }
 
 // usable checks the context and the client, and fetches the slot map if
@@ -211,7 +238,7 @@ func (c *ClusterClient) usable(ctx context.Context) error {
 		return err
 	}
 	if c.masters.Load() == nil {
-		return c.refresh(true)
+		return c.refresh(ctx, true)
 	}
 	return nil
 }

@@ -516,3 +516,32 @@ func TestEvalBatchFollowsAskDuringMigration(t *testing.T) {
 		t.Errorf("key on the importing node: %q, %v; want \"moved\"", got, err)
 	}
 }
+
+// Before the client knows a slot map, every call waits for the first fetch
+// of it. A seed that never answers must not hold callers beyond their
+// context, nor make them queue one read timeout after another.
+func TestClusterFirstRefreshHonoursContext(t *testing.T) {
+	const readTimeout = time.Minute
+	c, err := NewClusterClient([]string{hungServer(t)}, "", WithReadTimeout(readTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	s := NewScript("one", "return 1")
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			_, err := c.Eval(ctx, s, []string{"k"})
+			if elapsed := time.Since(start); elapsed > readTimeout/2 {
+				t.Errorf("returned after %v", elapsed)
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("err = %v, want context.DeadlineExceeded", err)
+			}
+		})
+	}
+	wg.Wait()
+}
