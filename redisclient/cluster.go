@@ -62,7 +62,7 @@ type ClusterClient struct {
 	readTimeout time.Duration
 
 	masters       atomic.Pointer[slotMasters]
-	mastersMu     sync.Mutex // serializes stores to masters
+	mastersMu     sync.Mutex     // serializes stores to masters
 	refreshMu     sync.Mutex     // guards inflight
 	inflight      *refreshResult // the slot-map fetch under way, nil if none
 	lastRefreshNs atomic.Int64
