@@ -132,6 +132,7 @@ func TestE2EClusterFailoverLosesNothing(t *testing.T) {
 		}
 	}
 	replica := replicaOf(t, master)
+	waitReplicaInSync(t, replica)
 
 	// Single tasks posted during the switch, round-robin over the servers.
 	var (
@@ -150,13 +151,16 @@ func TestE2EClusterFailoverLosesNothing(t *testing.T) {
 			}
 			task := plannedTask{Key: fmt.Sprintf("during-%04d", i), Due: ceilMillisecond(time.Now().Add(2 * time.Second))}
 			server := servers[i%len(servers)]
-			a := doRequest(t, "POST", server.base+"/v1/tasks", "", map[string]any{
+			a, err := tryRequest("POST", server.base+"/v1/tasks", "", map[string]any{
 				"key": task.Key, "callback_url": receiver.server.URL + "/hook", "execute_at": formatTime(task.Due),
 			})
 			mu.Lock()
-			if a.Status == http.StatusCreated {
+			switch {
+			case err != nil:
+				refused = append(refused, fmt.Sprintf("%s: %v", task.Key, err))
+			case a.Status == http.StatusCreated:
 				posted = append(posted, task)
-			} else {
+			default:
 				refused = append(refused, fmt.Sprintf("%s: %d %s", task.Key, a.Status, strings.TrimSpace(string(a.Body))))
 			}
 			mu.Unlock()
@@ -226,4 +230,19 @@ func replicaOf(t *testing.T, addr string) string {
 		return true
 	})
 	return replica
+}
+
+// waitReplicaInSync waits until the replica at addr has its link to its
+// master up and no sync running: one still loading a full sync (a master
+// demoted by an earlier failover test) refuses CLUSTER FAILOVER.
+func waitReplicaInSync(t *testing.T, addr string) {
+	t.Helper()
+	c := redisclient.NewClient("tcp", addr, "")
+	defer c.Close()
+	eventually(t, 20*time.Second, addr+" in sync with its master", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		info, err := redis.String(c.Do(ctx, "INFO", "replication"))
+		return err == nil && strings.Contains(info, "master_link_status:up") && strings.Contains(info, "master_sync_in_progress:0")
+	})
 }

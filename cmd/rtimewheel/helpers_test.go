@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -105,8 +106,21 @@ func (e *apiEnv) do(method, path string, body any) answer {
 	return doRequest(e.t, method, e.server.URL+path, e.token, body)
 }
 
+// doRequest sends the request (see tryRequest) and fails the test when it
+// gets no answer. Only for the test's own goroutine.
 func doRequest(t testing.TB, method, url, token string, body any) answer {
 	t.Helper()
+	a, err := tryRequest(method, url, token, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// tryRequest sends method url with body (a string or []byte sent as is,
+// anything else as JSON) and token, and returns the answer, or an error
+// when there is none. Safe to call from any goroutine.
+func tryRequest(method, url, token string, body any) (answer, error) {
 	var reader io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -117,13 +131,13 @@ func doRequest(t testing.TB, method, url, token string, body any) answer {
 	default:
 		encoded, err := json.Marshal(b)
 		if err != nil {
-			t.Fatalf("encode the request body: %v", err)
+			return answer{}, fmt.Errorf("encode the request body: %w", err)
 		}
 		reader = bytes.NewReader(encoded)
 	}
 	req, err := http.NewRequest(method, url, reader)
 	if err != nil {
-		t.Fatalf("new request: %v", err)
+		return answer{}, fmt.Errorf("new request: %w", err)
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -131,14 +145,14 @@ func doRequest(t testing.TB, method, url, token string, body any) answer {
 	client := &http.Client{Timeout: 20 * time.Second}
 	resp, err := client.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
+		return answer{}, fmt.Errorf("%s %s: %w", method, url, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("%s %s: read the body: %v", method, url, err)
+		return answer{}, fmt.Errorf("%s %s: read the body: %w", method, url, err)
 	}
-	return answer{Status: resp.StatusCode, Header: resp.Header, Body: data}
+	return answer{Status: resp.StatusCode, Header: resp.Header, Body: data}, nil
 }
 
 // decode decodes the answer's JSON body into v, failing the test otherwise.
