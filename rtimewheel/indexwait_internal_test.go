@@ -78,8 +78,12 @@ func (h halfAdd) writeIndexHalf(t *testing.T) {
 // must wait for the index entry, not take the task for removed and drop it.
 func TestFailureBeforeTheIndexIsWrittenIsNotDropped(t *testing.T) {
 	h := addSliceHalf(t, "early", http.StatusServiceUnavailable, 1)
-	// The second half lands after the callback failed.
-	time.Sleep(100 * time.Millisecond) // the delay under test, not a synchronisation
+	// The second half lands after the callback failed and the worker wrote
+	// the dead letter, i.e. while it looks for the index entry to move.
+	waitUntil(t, "the dead letter to be written", func() bool {
+		n, err := h.w.redis.Do(context.Background(), "HEXISTS", h.w.keys.Dead().Body, "early")
+		return err == nil && n == int64(1)
+	})
 	h.writeIndexHalf(t)
 	waitUntil(t, "the task that failed its only attempt before its index was written to be a dead letter", func() bool {
 		info, err := h.w.GetTask(context.Background(), "early")
