@@ -50,11 +50,16 @@ func TestStatsEndpointsMatchWhatWasScheduledAndFired(t *testing.T) {
 	}
 
 	const delivered, dead = 6, 2
+	post := func(task map[string]any) {
+		if a := e.do("POST", "/v1/tasks", task); a.Status != http.StatusCreated {
+			t.Fatalf("POST %v: %d %s", task["key"], a.Status, a.Body)
+		}
+	}
 	for i := range delivered {
-		e.do("POST", "/v1/tasks", map[string]any{"key": fmt.Sprintf("now-%d", i), "callback_url": recv.server.URL, "delay_ms": 100})
+		post(map[string]any{"key": fmt.Sprintf("now-%d", i), "callback_url": recv.server.URL, "delay_ms": 100})
 	}
 	for i := range dead {
-		e.do("POST", "/v1/tasks", map[string]any{"key": fmt.Sprintf("dies-%d", i), "callback_url": "http://127.0.0.1:1/",
+		post(map[string]any{"key": fmt.Sprintf("dies-%d", i), "callback_url": "http://127.0.0.1:1/",
 			"delay_ms": 100, "max_attempts": 1, "timeout_ms": 1000})
 	}
 	type recent struct {

@@ -133,7 +133,10 @@ func (e *env) firePhase(ctx context.Context) error {
 	}
 	slices.Sort(late)
 	span := time.Duration(e.recv.last.Load() - first.UnixNano())
-	fired := float64(delivered) / span.Seconds()
+	fired := 0.0
+	if delivered > 0 && span > 0 {
+		fired = float64(delivered) / span.Seconds()
+	}
 
 	r := e.res
 	prefix := fmt.Sprintf("fire %d due in 1 s, %d workers: ", n, cfg.fireWorkers)
