@@ -15,8 +15,13 @@ import (
 	"github.com/rtimewheel/rtimewheel/util"
 )
 
-// MaxStatsMinutes bounds the minutes UpcomingLoad and RecentStats cover.
-const MaxStatsMinutes = 1440
+const (
+	// MaxUpcomingMinutes bounds the minutes UpcomingLoad covers.
+	MaxUpcomingMinutes = 1440
+	// MaxRecentMinutes bounds the minutes RecentStats covers: as long as
+	// statistics are kept.
+	MaxRecentMinutes = int(statsTTL / time.Minute)
+)
 
 // MinuteLoad is the tasks of one minute that have not fired yet.
 type MinuteLoad struct {
@@ -44,13 +49,13 @@ type MinuteStats struct {
 
 // UpcomingLoad returns, for each of the minutes minutes starting with the
 // current one, the tasks due in it that have not fired, summed over every
-// shard of the minute. minutes is 1 to MaxStatsMinutes.
+// shard of the minute. minutes is 1 to MaxUpcomingMinutes.
 func (w *RTimeWheel) UpcomingLoad(ctx context.Context, minutes int) ([]MinuteLoad, error) {
 	if err := w.begin(ctx, "upcoming load"); err != nil {
 		return nil, err
 	}
-	if minutes < 1 || minutes > MaxStatsMinutes {
-		return nil, fmt.Errorf("upcoming load: minutes %d is not between 1 and %d", minutes, MaxStatsMinutes)
+	if minutes < 1 || minutes > MaxUpcomingMinutes {
+		return nil, fmt.Errorf("upcoming load: minutes %d is not between 1 and %d", minutes, MaxUpcomingMinutes)
 	}
 	first := util.EpochMinute(util.Millis(w.now()))
 	calls := make([]redisclient.ScriptCall, 0, minutes*w.cfg.shards)
@@ -85,13 +90,13 @@ func (w *RTimeWheel) UpcomingLoad(ctx context.Context, minutes int) ([]MinuteLoa
 // RecentStats returns the statistics of the last minutes minutes, oldest
 // first, ending with the current minute. Every worker adds its counts about
 // once a second; they are kept for two hours. minutes is 1 to
-// MaxStatsMinutes.
+// MaxRecentMinutes.
 func (w *RTimeWheel) RecentStats(ctx context.Context, minutes int) ([]MinuteStats, error) {
 	if err := w.checkStopped("recent statistics"); err != nil {
 		return nil, err
 	}
-	if minutes < 1 || minutes > MaxStatsMinutes {
-		return nil, fmt.Errorf("recent statistics: minutes %d is not between 1 and %d", minutes, MaxStatsMinutes)
+	if minutes < 1 || minutes > MaxRecentMinutes {
+		return nil, fmt.Errorf("recent statistics: minutes %d is not between 1 and %d", minutes, MaxRecentMinutes)
 	}
 	last := util.EpochMinute(util.Millis(w.now()))
 	first := last - int64(minutes) + 1

@@ -61,23 +61,23 @@ type countResponse struct {
 	Count int `json:"count"`
 }
 
-// statsMinutes reads ?minutes=, 1 to rtimewheel.MaxStatsMinutes.
-func statsMinutes(r *http.Request) (int, error) {
+// statsMinutes reads ?minutes=, 1 to most.
+func statsMinutes(r *http.Request, most int) (int, error) {
 	raw := r.URL.Query().Get("minutes")
 	if raw == "" {
 		return defaultStatsMinutes, nil
 	}
 	n, err := strconv.Atoi(raw)
-	if err != nil || n < 1 || n > rtimewheel.MaxStatsMinutes {
-		return 0, invalidArgument(fmt.Sprintf("minutes: must be an integer between 1 and %d, got %q", rtimewheel.MaxStatsMinutes, raw))
+	if err != nil || n < 1 || n > most {
+		return 0, invalidArgument(fmt.Sprintf("minutes: must be an integer between 1 and %d, got %q", most, raw))
 	}
 	return n, nil
 }
 
-// serveStatsWindow answers a statistics endpoint over ?minutes=: read gets
-// the number of minutes and returns the body.
-func (s *apiServer) serveStatsWindow(w http.ResponseWriter, r *http.Request, read func(context.Context, int) (any, error)) {
-	minutes, err := statsMinutes(r)
+// serveStatsWindow answers a statistics endpoint over ?minutes= (at most
+// most): read gets the number of minutes and returns the body.
+func (s *apiServer) serveStatsWindow(w http.ResponseWriter, r *http.Request, most int, read func(context.Context, int) (any, error)) {
+	minutes, err := statsMinutes(r, most)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -95,7 +95,7 @@ func (s *apiServer) serveStatsWindow(w http.ResponseWriter, r *http.Request, rea
 // statsUpcoming is GET /v1/stats/upcoming: tasks due per minute, from the
 // current minute on, summed over every shard.
 func (s *apiServer) statsUpcoming(w http.ResponseWriter, r *http.Request) {
-	s.serveStatsWindow(w, r, func(ctx context.Context, minutes int) (any, error) {
+	s.serveStatsWindow(w, r, rtimewheel.MaxUpcomingMinutes, func(ctx context.Context, minutes int) (any, error) {
 		load, err := s.wheel.UpcomingLoad(ctx, minutes)
 		if err != nil {
 			return nil, err
@@ -112,7 +112,7 @@ func (s *apiServer) statsUpcoming(w http.ResponseWriter, r *http.Request) {
 // statsRecent is GET /v1/stats/recent: callback outcomes and lateness per
 // minute, ending with the current minute.
 func (s *apiServer) statsRecent(w http.ResponseWriter, r *http.Request) {
-	s.serveStatsWindow(w, r, func(ctx context.Context, minutes int) (any, error) {
+	s.serveStatsWindow(w, r, rtimewheel.MaxRecentMinutes, func(ctx context.Context, minutes int) (any, error) {
 		stats, err := s.wheel.RecentStats(ctx, minutes)
 		if err != nil {
 			return nil, err

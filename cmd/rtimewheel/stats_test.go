@@ -121,6 +121,11 @@ func TestStatsEndpointsCheckTheirInput(t *testing.T) {
 		e.do("GET", "/v1/stats/recent?minutes="+q, nil).wantError(t, http.StatusBadRequest, codeInvalidArgument, "minutes")
 		e.do("GET", "/v1/stats/upcoming?minutes="+q, nil).wantError(t, http.StatusBadRequest, codeInvalidArgument, "minutes")
 	}
+	// Statistics are kept two hours: more is refused, not read as zeros.
+	e.do("GET", "/v1/stats/recent?minutes=121", nil).wantError(t, http.StatusBadRequest, codeInvalidArgument, "minutes", "120")
+	if a := e.do("GET", "/v1/stats/recent?minutes=120", nil); a.Status != http.StatusOK {
+		t.Errorf("recent?minutes=120: %d %s, want 200", a.Status, a.Body)
+	}
 	for _, path := range []string{"/v1/stats/upcoming", "/v1/stats/recent", "/v1/stats/workers", "/v1/stats/dead-letters"} {
 		doRequest(t, "GET", e.server.URL+path, "", nil).wantError(t, http.StatusUnauthorized, codeUnauthenticated)
 		doRequest(t, "GET", e.server.URL+path, "wrong", nil).wantError(t, http.StatusUnauthorized, codeUnauthenticated)
