@@ -11,6 +11,7 @@
   const views = ['overview', 'dead-letters', 'task'];
   const charts = {};
   let timer = null;
+  let generation = 0; // bumped by route and showLogin: an older refresh loop stops
   let lookedUp = ''; // key shown in the task view
 
   class AuthError extends Error {}
@@ -37,6 +38,8 @@
   }
 
   function showLogin(message) {
+    generation++; // no polling behind the login form
+    clearTimeout(timer);
     for (const v of views) $('view-' + v).hidden = true;
     $('login').hidden = false;
     $('login-error').textContent = message || '';
@@ -350,9 +353,15 @@
     }
     if (view === 'dead-letters') $('dead-notice').textContent = '';
     delete document.body.dataset.loaded;
-    clearInterval(timer);
-    refresh();
-    timer = setInterval(() => { if (!document.hidden) refresh(); }, REFRESH_MS);
+    clearTimeout(timer);
+    // The next refresh is scheduled when this one has finished, so a slow
+    // server never has several of one tab's refreshes in flight.
+    const gen = ++generation;
+    const tick = async () => {
+      if (!document.hidden) await refresh();
+      if (gen === generation) timer = setTimeout(tick, REFRESH_MS);
+    };
+    tick();
   }
 
   window.addEventListener('hashchange', route);
