@@ -2,6 +2,7 @@ package rtimewheel
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -190,7 +191,7 @@ func (c *completer) write(batch []ackRequest) []indexEntry {
 		if pos >= first {
 			results := cast.ToSlice(replies[pos].Value)
 			for j, i := range owner[pos] {
-				if j < len(results) && cast.ToInt(results[j]) == -1 {
+				if j < len(results) && cast.ToInt(results[j]) == casMissing {
 					missing = append(missing, entries[i])
 				}
 			}
@@ -245,13 +246,24 @@ func (c *completer) tidy(late []lateEntry) {
 	}
 }
 
+// Answers of index_cas.lua for one entry.
+const (
+	casMoved   = 1  // the entry named the version and was moved or deleted
+	casOther   = 0  // the entry names another version
+	casMissing = -1 // there is no entry
+)
+
 // indexCAS moves key's index entry to loc (or deletes it when loc is
-// empty) if the entry still names version. It reports whether it did.
-func (w *RTimeWheel) indexCAS(ctx context.Context, key, version, loc string) (bool, error) {
+// empty) if the entry still names version, and says which of casMoved,
+// casOther and casMissing happened.
+func (w *RTimeWheel) indexCAS(ctx context.Context, key, version, loc string) (int, error) {
 	reply, err := w.redis.Eval(ctx, w.scripts.IndexCAS, []string{w.keys.Index(key)}, key, version, loc)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	results := cast.ToSlice(reply)
-	return len(results) == 1 && cast.ToInt(results[0]) == 1, nil
+	if len(results) != 1 {
+		return 0, fmt.Errorf("index_cas: malformed reply %v", reply)
+	}
+	return cast.ToInt(results[0]), nil
 }

@@ -204,46 +204,40 @@ func (wk *worker) moveIndex(ctx context.Context, it *leased, to location, outcom
 	return outcome, nil
 }
 
-// drop removes the pulled entry of a task that was removed or replaced
-// while its callback was in flight.
 // indexWriteWait bounds how long a worker waits for the index entry of a
 // task it pulled before the add that stored the task wrote its index.
 const indexWriteWait = 2 * time.Second
 
 // indexCASPulled moves the index entry of the pulled task it to loc, as
-// indexCAS does. An add writes the slice entry and then the index entry
-// (pipelined, but other clients' commands may run in between), so a task
-// due at once can be pulled, fired and failed before its index entry
-// exists. A missing entry while this worker still holds the task's lease
-// means just that (a removal deletes the lease too), so it waits for the
-// entry, briefly, instead of taking the task for removed and dropping it.
+// indexCAS does, and reports whether it did. An add writes the slice entry
+// and then the index entry (pipelined, but other clients' commands may run
+// in between), so a task due at once can be pulled, fired and failed before
+// its index entry exists. No entry while this worker still holds the
+// task's lease means just that (a removal deletes the lease too), so it
+// waits for the entry, briefly, instead of taking the task for removed and
+// dropping it.
 func (wk *worker) indexCASPulled(ctx context.Context, it *leased, loc string) (bool, error) {
 	w := wk.w
-	moved, err := w.indexCAS(ctx, it.key, it.version, loc)
 	deadline := time.Now().Add(indexWriteWait)
-	for err == nil && !moved && time.Now().Before(deadline) {
-		cur, herr := w.redis.Do(ctx, "HGET", w.keys.Index(it.key), it.key)
-		if herr != nil {
-			break
+	for {
+		res, err := w.indexCAS(ctx, it.key, it.version, loc)
+		if err != nil || res != casMissing || time.Now().After(deadline) {
+			return res == casMoved, err
 		}
-		if cur != nil {
-			// Written since the CAS: ours now, or replaced meanwhile.
-			return w.indexCAS(ctx, it.key, it.version, loc)
-		}
-		lease, lerr := w.redis.Do(ctx, "ZSCORE", w.sliceKeys.Slice(it.minute, it.shard).Lease, it.key)
-		if lerr != nil || lease == nil {
-			break // removed: the lease went with it
+		lease, err := w.redis.Do(ctx, "ZSCORE", w.sliceKeys.Slice(it.minute, it.shard).Lease, it.key)
+		if err != nil || lease == nil {
+			return false, nil // removed: the lease went with it (or Redis failed: the lease ends, the task fires again)
 		}
 		select {
 		case <-ctx.Done():
 			return false, ctx.Err()
 		case <-time.After(5 * time.Millisecond):
 		}
-		moved, err = w.indexCAS(ctx, it.key, it.version, loc)
 	}
-	return moved, err
 }
 
+// drop removes the pulled entry of a task that was removed or replaced
+// while its callback was in flight.
 func (wk *worker) drop(ctx context.Context, it *leased) (Outcome, error) {
 	_, err := wk.removePulled(ctx, it)
 	return OutcomeDropped, err

@@ -182,8 +182,8 @@ func (w *RTimeWheel) RetryDeadLetter(ctx context.Context, key string) error {
 	if _, err := w.redis.Eval(ctx, w.scripts.Add, w.slice(loc.minute, loc.shard), key, now, encoded); err != nil {
 		return storeErr(fmt.Sprintf("retry dead letter %q", key), err)
 	}
-	moved, err := w.indexCAS(ctx, key, oldVersion, loc.String())
-	if err == nil && !moved {
+	res, err := w.indexCAS(ctx, key, oldVersion, loc.String())
+	if err == nil && res != casMoved {
 		err = ErrNotFound // deleted, retried or replaced meanwhile
 	}
 	if err != nil {
