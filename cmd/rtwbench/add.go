@@ -87,25 +87,29 @@ func (e *env) addPhase(ctx context.Context) error {
 	}
 	// The same data AddTasks stores, written by plain variadic commands:
 	// per minute of the batch a ZADD of key -> due time and an HSET of
-	// key -> a value as long as the stored task, per index bucket an HSET
-	// of key -> a location. No script, no read of the old location, no
-	// encoding: the least Redis work for a store with a key index.
-	stored := e.storedLike(at.UnixMilli())
+	// key -> the stored task, per index bucket an HSET of key -> a
+	// location. No script, no read of the old location, no encoding: the
+	// least Redis work for a store with a key index.
+	sample, err := e.storedSample(ctx, w, rc, ns, "sample", at)
+	if err != nil {
+		return err
+	}
+	rawKeys := util.NewKeys(ns + "raw")
 	rawTasks := func(ctx context.Context, _ int) (int, error) {
 		conn, err := pool.GetContext(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("raw task writes: %w", err)
 		}
 		defer conn.Close()
-		due, body, index := map[int64][]any{}, map[int64][]any{}, map[uint32][]any{}
+		due, body, index := map[int64][]any{}, map[int64][]any{}, map[string][]any{}
 		for i := range cfg.batchSize {
 			key := "r" + next()
 			ms := at.Add(time.Duration(i) * 600 * time.Millisecond).UnixMilli()
 			minute := ms / 60_000
 			due[minute] = append(due[minute], ms, key)
-			body[minute] = append(body[minute], key, stored)
-			bucket := util.KeyHash(key) % util.IndexBuckets
-			index[bucket] = append(index[bucket], key, fmt.Sprintf("%016x|s|%d|0", i, minute))
+			body[minute] = append(body[minute], key, sample.body)
+			bucket := rawKeys.Index(key)
+			index[bucket] = append(index[bucket], key, sample.location)
 		}
 		for minute, args := range due {
 			tag := "{" + ns + ":raw:" + strconv.FormatInt(minute, 10) + "}"
@@ -117,7 +121,7 @@ func (e *env) addPhase(ctx context.Context) error {
 			}
 		}
 		for bucket, args := range index {
-			if err := conn.Send("HSET", append([]any{ns + ":rawindex:" + strconv.FormatUint(uint64(bucket), 10)}, args...)...); err != nil {
+			if err := conn.Send("HSET", append([]any{bucket}, args...)...); err != nil {
 				return 0, fmt.Errorf("raw task writes: %w", err)
 			}
 		}

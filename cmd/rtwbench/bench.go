@@ -8,12 +8,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
+
 	"github.com/rtimewheel/rtimewheel/redisclient"
 	"github.com/rtimewheel/rtimewheel/rtimewheel"
+	"github.com/rtimewheel/rtimewheel/util"
 )
 
 // env is what the phases of one run share.
@@ -58,11 +60,30 @@ func (e *env) task() *rtimewheel.RTaskElement {
 	return &rtimewheel.RTaskElement{CallbackURL: e.recv.url + "/hook", Req: e.body}
 }
 
-// storedLike returns a string as long as the wheel's stored form of e.task()
-// due at ms: a 16-digit version, then the JSON of URL, body and time. The
-// raw limits write it in place of the stored task.
-func (e *env) storedLike(ms int64) string {
-	return fmt.Sprintf("%016x", 0) + `{"u":"` + e.task().CallbackURL + `","b":` + string(e.body) + `,"s":` + strconv.FormatInt(ms, 10) + `}`
+// stored is what the wheel keeps in Redis for one task: its value in the
+// slice's body hash and its entry in the index.
+type stored struct {
+	body, location string
+}
+
+// storedSample adds e.task() under key, due at, with w (of namespace ns)
+// and reads back what the wheel stored for it. The raw limits write values
+// as long as these, so they follow the wheel's format as it changes.
+func (e *env) storedSample(ctx context.Context, w *rtimewheel.RTimeWheel, rc *redisclient.Client, ns, key string, at time.Time) (stored, error) {
+	if err := w.AddTask(ctx, key, e.task(), at); err != nil {
+		return stored{}, fmt.Errorf("sample task: %w", err)
+	}
+	keys := util.NewKeys(ns).WithShards(w.Shards())
+	slice := keys.Slice(util.EpochMinute(util.CeilMillis(at)), util.Shard(key, w.Shards()))
+	body, err := redis.String(rc.Do(ctx, "HGET", slice.Body, key))
+	if err != nil {
+		return stored{}, fmt.Errorf("sample task: read its body: %w", err)
+	}
+	location, err := redis.String(rc.Do(ctx, "HGET", keys.Index(key), key))
+	if err != nil {
+		return stored{}, fmt.Errorf("sample task: read its index entry: %w", err)
+	}
+	return stored{body, location}, nil
 }
 
 // bench runs every phase not skipped and returns the results.

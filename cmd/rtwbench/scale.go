@@ -39,24 +39,26 @@ func (e *env) scalePhase(ctx context.Context) error {
 	dueFrom := time.Now().Add(3 * time.Minute).Truncate(time.Minute).Add(45 * time.Second)
 
 	const keyFormat = "task-%07d"
-	rawPerTask, err := e.rawMemory(ctx, n, keyFormat, dueFrom, false)
+	// Create the watermark first, so "before" counts nothing of ours but
+	// the per-task cost; the warm-up task is also the sample of what the
+	// wheel stores per task.
+	sample, err := e.storedSample(ctx, w, rc, full, "warm-up", dueFrom)
+	if err != nil {
+		return err
+	}
+	rawPerTask, err := e.rawMemory(ctx, n, keyFormat, dueFrom, nil)
 	if err != nil {
 		return err
 	}
 	rawName := "raw minimum memory per task beyond body (ZADD + HSET)"
 	e.res.add(row{Name: rawName, Value: rawPerTask, Unit: "bytes"})
-	rawSame, err := e.rawMemory(ctx, n, keyFormat, dueFrom, true)
+	rawSame, err := e.rawMemory(ctx, n, keyFormat, dueFrom, &sample)
 	if err != nil {
 		return err
 	}
 	rawSameName := "raw memory of the same data per task beyond body (ZADD + HSET stored task + HSET index)"
 	e.res.add(row{Name: rawSameName, Value: rawSame, Unit: "bytes"})
 
-	// Create the watermark first, so "before" counts nothing of ours but
-	// the per-task cost.
-	if err := w.AddTask(ctx, "warm-up", e.task(), dueFrom); err != nil {
-		return err
-	}
 	before, err := usedMemory(ctx, e.redis)
 	if err != nil {
 		return err
@@ -117,21 +119,19 @@ func (e *env) scalePhase(ctx context.Context) error {
 // rawMemory measures the least any design needs in Redis for n waiting
 // tasks: a sorted set of key -> due time and a hash of key -> body, written
 // with pipelined ZADD and HSET; it returns the bytes per task beyond the
-// body, and deletes the keys again. With sameData the hash holds a value as
-// long as the wheel's stored task (version, URL, JSON around the body) and
-// an index spread over util.IndexBuckets hashes maps each key to a location
-// as long as the wheel's: what the wheel stores, written raw.
-func (e *env) rawMemory(ctx context.Context, n int, keyFormat string, due time.Time, sameData bool) (float64, error) {
+// body, and deletes the keys again. With same, the hash holds the wheel's
+// stored task in place of the body and an index of util.IndexBuckets
+// hashes maps each key to the wheel's location: what the wheel stores,
+// written raw.
+func (e *env) rawMemory(ctx context.Context, n int, keyFormat string, due time.Time, same *stored) (float64, error) {
 	ns := e.namespace("rawmem")
+	keys := util.NewKeys(ns)
 	zkey, hkey := "{"+ns+"}:due", "{"+ns+"}:body"
-	del := []any{zkey, hkey}
 	body := string(e.body)
-	if sameData {
-		body = e.storedLike(due.UnixMilli())
-		for b := range util.IndexBuckets {
-			del = append(del, ns+":index:"+strconv.Itoa(b))
-		}
+	if same != nil {
+		body = same.body
 	}
+	buckets := map[string]bool{} // index keys written, deleted at the end
 	before, err := usedMemory(ctx, e.redis)
 	if err != nil {
 		return 0, err
@@ -144,15 +144,16 @@ func (e *env) rawMemory(ctx context.Context, n int, keyFormat string, due time.T
 	}
 	defer conn.Close()
 	score := due.UnixMilli()
-	minute := score / 60_000
 	for from := 0; from < n; from += e.cfg.batchSize {
 		e.p.printf("scale: raw minimum, writing %d/%d", from, n)
 		for i := from; i < min(from+e.cfg.batchSize, n); i++ {
 			key := fmt.Sprintf(keyFormat, i)
 			conn.Send("ZADD", zkey, score+int64(i%15000), key)
 			conn.Send("HSET", hkey, key, body)
-			if sameData {
-				conn.Send("HSET", ns+":index:"+strconv.Itoa(int(util.KeyHash(key)%util.IndexBuckets)), key, fmt.Sprintf("%016x|s|%d|0", i, minute))
+			if same != nil {
+				bucket := keys.Index(key)
+				buckets[bucket] = true
+				conn.Send("HSET", bucket, key, same.location)
 			}
 		}
 		if _, err := conn.Do(""); err != nil {
@@ -162,6 +163,10 @@ func (e *env) rawMemory(ctx context.Context, n int, keyFormat string, due time.T
 	after, err := usedMemory(ctx, e.redis)
 	if err != nil {
 		return 0, err
+	}
+	del := []any{zkey, hkey}
+	for b := range buckets {
+		del = append(del, b)
 	}
 	if _, err := conn.Do("DEL", del...); err != nil {
 		return 0, fmt.Errorf("raw memory: %w", err)
