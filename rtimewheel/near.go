@@ -26,8 +26,13 @@ func (w *RTimeWheel) signalNear(ctx context.Context, dueMs int64) {
 	if w.worker != nil {
 		w.worker.added(dueMs)
 	}
-	if _, err := w.redis.Do(ctx, "INCR", w.keys.Near()); err != nil {
+	n, err := w.redis.Do(ctx, "INCR", w.keys.Near())
+	if err != nil {
 		w.log.Warn("rtimewheel: could not signal a task due soon to the other workers; it may fire up to a tick late", "error", err)
+		return
+	}
+	if w.worker != nil {
+		w.worker.nearOwn.Store(cast.ToInt64(n))
 	}
 }
 
@@ -40,18 +45,21 @@ func (wk *worker) nearLoop() {
 	}
 	ticker := time.NewTicker(nearPollEvery)
 	defer ticker.Stop()
-	var last string
+	last := int64(-1) // not read yet
 	for {
 		ctx, cancel := context.WithTimeout(wk.loopCtx, time.Second)
 		reply, err := wk.w.redis.Do(ctx, "GET", wk.w.keys.Near())
 		cancel()
 		if err == nil { // failures show in the pull loop
-			if seen := cast.ToString(reply); seen != last {
-				if last != "" || seen != "" {
-					wk.pullNow()
-				}
-				last = seen
+			seen := cast.ToInt64(cast.ToString(reply)) // 0 while the key does not exist
+			// Pull for a change (on the first look, for any bump: one may
+			// have come between this worker's first pull and now), unless
+			// it is only this handle's own bump, which added() pulled for.
+			own := seen == last+1 && seen == wk.nearOwn.Load()
+			if seen != last && (last >= 0 || seen > 0) && !own {
+				wk.pullNow()
 			}
+			last = seen
 		}
 		select {
 		case <-wk.loopCtx.Done():

@@ -2,6 +2,7 @@ package rtimewheel_test
 
 import (
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,5 +88,24 @@ func TestShortRetryFiresOnTime(t *testing.T) {
 	t.Logf("attempt 2 came %v after attempt 1 (backoff 200ms ±20%%, tick 5s)", gap)
 	if got[1].attempt != 2 || gap < 160*time.Millisecond || gap > time.Second {
 		t.Fatalf("attempt %d came %v after attempt 1; want attempt 2 about 200ms after, not a tick later", got[1].attempt, gap)
+	}
+}
+
+// A task added through a handle with a worker is pulled once for its
+// signal: by the handle's own worker, directly. That worker does not pull a
+// second time when it sees the counter bump that was its own.
+func TestOwnNearSignalIsPulledOnce(t *testing.T) {
+	e := newEnv(t)
+	recv := newReceiver(t, nil)
+	var pulls atomic.Int64
+	w := e.wheel(newHTTP(), rtimewheel.WithTick(5*time.Second), rtimewheel.WithPullHook(func(rtimewheel.PullEvent) {
+		pulls.Add(1)
+	}))
+	e.waitFor(t, 5*time.Second, "the first pull", func() bool { return pulls.Load() >= 1 })
+	due := time.Now().Add(300 * time.Millisecond).Truncate(time.Millisecond)
+	mustAdd(t, w, "own", task(recv.url(), nil), due)
+	recv.waitCount(t, 1, 5*time.Second) // the counter was polled some 15 times meanwhile
+	if got := pulls.Load(); got != 2 {
+		t.Errorf("%d pulls: want 2, the first and one for the task added due soon", got)
 	}
 }

@@ -197,7 +197,7 @@ func (w *RTimeWheel) onCluster(ctx context.Context) (bool, error) {
 		if redisclient.IsUnavailable(err) || ctx.Err() != nil {
 			return false, err
 		}
-		w.log.Warn("rtimewheel: Redis refused INFO cluster; taking it for a standalone Redis", "error", err)
+		w.log.Debug("rtimewheel: Redis refused INFO cluster; taking it for a standalone Redis", "error", err)
 		return false, nil
 	}
 	return strings.Contains(cast.ToString(reply), "cluster_enabled:1"), nil
