@@ -86,12 +86,12 @@ type worker struct {
 	// before it may have missed that pull, so adding one sends on
 	// pullSoon and the pull loop pulls again at once instead of a tick
 	// later: a task added for the next moment fires on time too.
-	pulledTo   atomic.Int64
-	pullSoon   chan struct{}
+	pulledTo atomic.Int64
+	pullSoon chan struct{}
 	// nearOwn is the value of the near counter after this handle's latest
 	// bump of it; nearLoop does not pull again for a change that was only
 	// that bump, whose task added() already had pulled.
-	nearOwn atomic.Int64
+	nearOwn    atomic.Int64
 	mu         sync.Mutex
 	queue      dueQueue
 	lastClockC time.Time
