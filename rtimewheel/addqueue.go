@@ -27,19 +27,21 @@ type addQueue struct {
 }
 
 type queuedAdd struct {
+	ctx  context.Context // the caller's: an add whose caller gave up before it was sent is dropped
 	add  pendingAdd
 	done chan error // buffered: the writer never blocks on a caller gone
 }
 
 // write queues p and waits until it is stored, fails, or ctx ends (the task
-// may then still be stored).
+// may then still be stored, if its batch was already on its way; one still
+// queued is dropped).
 func (q *addQueue) write(ctx context.Context, w *RTimeWheel, p pendingAdd) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	done := make(chan error, 1)
 	q.mu.Lock()
-	q.pending = append(q.pending, queuedAdd{add: p, done: done})
+	q.pending = append(q.pending, queuedAdd{ctx: ctx, add: p, done: done})
 	start := q.writers < maxAddWriters
 	if start {
 		q.writers++
@@ -69,17 +71,24 @@ func (q *addQueue) run(w *RTimeWheel) {
 			q.mu.Unlock()
 			return
 		}
-		batch := make([]queuedAdd, n)
-		copy(batch, q.pending)
+		batch := make([]queuedAdd, 0, n)
+		for _, b := range q.pending[:n] {
+			if b.ctx.Err() == nil { // its caller has stopped waiting: not sent, so not stored
+				batch = append(batch, b)
+			}
+		}
 		q.pending = q.pending[n:]
 		q.mu.Unlock()
+		if len(batch) == 0 {
+			continue
+		}
 
-		adds := make([]pendingAdd, n)
+		adds := make([]pendingAdd, len(batch))
 		for i, b := range batch {
 			adds[i] = b.add
 			adds[i].item = i
 		}
-		errs := make([]error, n)
+		errs := make([]error, len(batch))
 		for _, f := range w.storeAdds(context.Background(), adds) {
 			errs[f.item] = f.err
 		}

@@ -140,4 +140,14 @@ func TestAddTaskWaitingForABatchHonoursItsContext(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The cancelled add was still queued: it is dropped, not stored after
+	// its caller was told it failed.
+	waitUntil(t, "the writers are done", func() bool {
+		w.adds.mu.Lock()
+		defer w.adds.mu.Unlock()
+		return w.adds.writers == 0
+	})
+	if _, err := w.GetTask(context.Background(), "impatient"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the add cancelled while queued: GetTask = %v, want ErrNotFound", err)
+	}
 }
