@@ -111,17 +111,19 @@ func (w *RTimeWheel) storeAdds(ctx context.Context, adds []pendingAdd) []addFail
 	if len(adds) == 0 {
 		return nil
 	}
-	last := make(map[string]int, len(adds)) // key -> index in unique
-	unique := adds[:0:0]
-	superseded := make(map[int]int) // item -> item that replaced it
-	for _, p := range adds {
-		if j, dup := last[p.task.Key]; dup {
-			superseded[unique[j].item] = p.item
-			unique[j] = p // the later item wins; the earlier counts as stored
-			continue
+	unique := adds
+	var last map[string]int // key -> index in unique, when adds repeat a key
+	if len(adds) > 1 {
+		last = make(map[string]int, len(adds))
+		unique = adds[:0:0]
+		for _, p := range adds {
+			if j, dup := last[p.task.Key]; dup {
+				unique[j] = p // the later item wins; the earlier shares its fate
+				continue
+			}
+			last[p.task.Key] = len(unique)
+			unique = append(unique, p)
 		}
-		last[p.task.Key] = len(unique)
-		unique = append(unique, p)
 	}
 	var failures []addFailure
 	err := w.ready(ctx)
@@ -143,21 +145,15 @@ func (w *RTimeWheel) storeAdds(ctx context.Context, adds []pendingAdd) []addFail
 		}
 		w.signalNear(ctx, soonest)
 	}
-	if len(failures) > 0 && len(superseded) > 0 {
+	if len(failures) > 0 && len(unique) < len(adds) {
 		byItem := make(map[int]error, len(failures))
 		for _, f := range failures {
 			byItem[f.item] = f.err
 		}
-		for earlier, later := range superseded {
-			for { // follow the chain to the item actually written
-				next, ok := superseded[later]
-				if !ok {
-					break
-				}
-				later = next
-			}
-			if err, ok := byItem[later]; ok {
-				failures = append(failures, addFailure{earlier, err})
+		for _, p := range adds {
+			written := unique[last[p.task.Key]].item
+			if err, ok := byItem[written]; ok && written != p.item {
+				failures = append(failures, addFailure{p.item, err})
 			}
 		}
 	}

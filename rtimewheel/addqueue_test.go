@@ -151,3 +151,39 @@ func TestAddTaskWaitingForABatchHonoursItsContext(t *testing.T) {
 		t.Errorf("the add cancelled while queued: GetTask = %v, want ErrNotFound", err)
 	}
 }
+
+// Of several items of one batch with the same key the last is written, and
+// the earlier ones share its fate: stored with it, or failed with it.
+func TestRepeatedKeyInABatchSharesTheFateOfTheLast(t *testing.T) {
+	m := miniredis.RunT(t)
+	rc := redisclient.NewClient("tcp", m.Addr(), "")
+	t.Cleanup(func() { rc.Close() })
+	w := NewRTimeWheel(rc, nil, WithoutWorker(), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	t.Cleanup(w.Stop)
+	ctx := context.Background()
+	at := time.Now().Add(time.Hour)
+	batch := []TaskAt{
+		{Key: "k", Task: &RTaskElement{CallbackURL: "http://127.0.0.1:9/first"}, ExecuteAt: at},
+		{Key: "other", Task: queueTask(), ExecuteAt: at},
+		{Key: "k", Task: &RTaskElement{CallbackURL: "http://127.0.0.1:9/second"}, ExecuteAt: at},
+		{Key: "k", Task: &RTaskElement{CallbackURL: "http://127.0.0.1:9/third"}, ExecuteAt: at},
+	}
+	if err := w.AddTasks(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	info, err := w.GetTask(ctx, "k")
+	if err != nil || info.CallbackURL != "http://127.0.0.1:9/third" {
+		t.Fatalf("GetTask(k) = %+v, %v; want the third item", info, err)
+	}
+
+	m.Close() // every write fails: each item, repeated or not, says so
+	var be *BatchError
+	if err := w.AddTasks(ctx, batch); !errors.As(err, &be) {
+		t.Fatalf("AddTasks with Redis down: %v, want a *BatchError", err)
+	}
+	for i, err := range be.Errs {
+		if !errors.Is(err, ErrUnavailable) {
+			t.Errorf("item %d (%s): %v, want ErrUnavailable", i, batch[i].Key, err)
+		}
+	}
+}
