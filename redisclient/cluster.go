@@ -31,8 +31,47 @@ const minRefreshInterval = 100 * time.Millisecond
 var errNoTopology = errors.New("no node of the cluster answered CLUSTER SLOTS")
 
 // slotMasters maps every hash slot to the address of its master ("" when no
-// master is known for it).
-type slotMasters [redisc.HashSlots]string
+// master is known for it): slot holds an index into addrs, whose first
+// entry is "". Small indexes rather than strings keep a copy (one per
+// MOVED learned) at 32 KB with nothing for the GC to scan.
+type slotMasters struct {
+	addrs []string // shared between copies: never changed in place
+	slot  [redisc.HashSlots]uint16
+}
+
+// master returns the address of the master of slot, "" if unknown.
+func (m *slotMasters) master(slot int) string { return m.addrs[m.slot[slot]] }
+
+// newSlotMasters builds the map of a layout reported by redisc.
+func newSlotMasters(layout *[redisc.HashSlots][]string) *slotMasters {
+	m := &slotMasters{addrs: []string{""}}
+	index := map[string]uint16{"": 0}
+	for slot, nodes := range layout {
+		if len(nodes) == 0 {
+			continue
+		}
+		i, ok := index[nodes[0]]
+		if !ok {
+			i = uint16(len(m.addrs))
+			index[nodes[0]] = i
+			m.addrs = append(m.addrs, nodes[0])
+		}
+		m.slot[slot] = i
+	}
+	return m
+}
+
+// withMaster returns a copy of m with slot's master set to addr.
+func (m *slotMasters) withMaster(slot int, addr string) *slotMasters {
+	c := *m
+	i := slices.Index(c.addrs, addr)
+	if i < 0 {
+		c.addrs = append(slices.Clip(c.addrs), addr) // a new array: m's stays as it is
+		i = len(c.addrs) - 1
+	}
+	c.slot[slot] = uint16(i)
+	return &c
+}
 
 // ClusterClient is a pooled client of a Redis Cluster built on
 // github.com/mna/redisc. It routes every command by the slot of its first
@@ -104,14 +143,9 @@ func NewClusterClient(seeds []string, password string, opts ...ClientOption) (*C
 		},
 		PoolWaitTime: o.readTimeout,
 		LayoutRefresh: func(_, layout [redisc.HashSlots][]string) {
-			var m slotMasters
-			for slot, nodes := range layout {
-				if len(nodes) > 0 {
-					m[slot] = nodes[0]
-				}
-			}
+			m := newSlotMasters(&layout)
 			c.mastersMu.Lock()
-			c.masters.Store(&m)
+			c.masters.Store(m)
 			c.mastersMu.Unlock()
 		},
 	}
@@ -255,21 +289,19 @@ func (c *ClusterClient) learnMoved(err error) {
 	c.mastersMu.Lock()
 	defer c.mastersMu.Unlock()
 	old := c.masters.Load()
-	if old != nil && old[re.NewSlot] == re.Addr {
+	if old == nil {
+		old = newSlotMasters(&[redisc.HashSlots][]string{})
+	}
+	if old.master(re.NewSlot) == re.Addr {
 		return
 	}
-	var m slotMasters
-	if old != nil {
-		m = *old
-	}
-	m[re.NewSlot] = re.Addr
-	c.masters.Store(&m)
+	c.masters.Store(old.withMaster(re.NewSlot, re.Addr))
 }
 
 // masterOf returns the address of the master of key's slot, "" if unknown.
 func (c *ClusterClient) masterOf(key string) string {
 	if m := c.masters.Load(); m != nil {
-		return m[redisc.Slot(key)]
+		return m.master(redisc.Slot(key))
 	}
 	return ""
 }
@@ -280,10 +312,11 @@ func (c *ClusterClient) Masters(ctx context.Context) ([]string, error) {
 	if err := c.usable(ctx); err != nil {
 		return nil, fmt.Errorf("redisclient: cluster masters: %w", err)
 	}
+	m := c.masters.Load()
 	set := make(map[string]bool)
-	for _, addr := range c.masters.Load() {
-		if addr != "" {
-			set[addr] = true
+	for _, i := range m.slot {
+		if i != 0 {
+			set[m.addrs[i]] = true
 		}
 	}
 	return slices.Sorted(maps.Keys(set)), nil
