@@ -72,7 +72,7 @@ func saltedTag(ns string, minute int64, shard, shards int) string {
 	var buf [20]byte
 	for salt := range maxSaltTries {
 		s := strconv.AppendInt(buf[:0], int64(salt), 10)
-		slot := int(crc16UpdateBytes(base, s) % ClusterSlots)
+		slot := int(crc16Update(base, s) % ClusterSlots)
 		if slot >= lo && slot < hi {
 			return prefix + string(s)
 		}

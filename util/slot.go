@@ -25,29 +25,26 @@ func crc16(s string) uint16 {
 
 // crc16Update continues a CRC-16/XMODEM over s: crc16(a+b) equals
 // crc16Update(crc16(a), b).
-func crc16Update(crc uint16, s string) uint16 {
+func crc16Update[T string | []byte](crc uint16, s T) uint16 {
 	for i := 0; i < len(s); i++ {
-		crc = crc16Byte(crc, s[i])
+		crc = crc<<8 ^ crc16Table[byte(crc>>8)^s[i]]
 	}
 	return crc
 }
 
-// crc16UpdateBytes is crc16Update for a byte slice.
-func crc16UpdateBytes(crc uint16, b []byte) uint16 {
-	for _, c := range b {
-		crc = crc16Byte(crc, c)
-	}
-	return crc
-}
-
-func crc16Byte(crc uint16, c byte) uint16 {
-	crc ^= uint16(c) << 8
-	for range 8 {
-		if crc&0x8000 != 0 {
-			crc = crc<<1 ^ 0x1021
-		} else {
-			crc <<= 1
+// crc16Table holds the CRC of every byte value, for crc16Update to take a
+// byte at a time. Computed once; never written after.
+var crc16Table = func() (t [256]uint16) {
+	for b := range t {
+		crc := uint16(b) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
 		}
+		t[b] = crc
 	}
-	return crc
-}
+	return t
+}()
