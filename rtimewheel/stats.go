@@ -170,7 +170,9 @@ func (wk *worker) statsLoop() {
 	var lastBeat time.Time
 	failing := false
 	for {
-		ctx, cancel := context.WithTimeout(wk.loopCtx, statsFlushTimeout)
+		// Not loopCtx: a flush cut off by Stop after Redis counted it would
+		// be put back and counted again by Stop's last flush.
+		ctx, cancel := context.WithTimeout(context.Background(), statsFlushTimeout)
 		err := wk.flushStats(ctx)
 		if err == nil && time.Since(lastBeat) >= heartbeatEvery {
 			if err = wk.heartbeat(ctx); err == nil {
