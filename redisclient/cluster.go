@@ -277,6 +277,19 @@ func (c *ClusterClient) usable(ctx context.Context) error {
 	return nil
 }
 
+// learnFrom updates the slot map after an answer meaning the call did not
+// run: a MOVED names the slot's new master; TRYAGAIN (a slot migrating)
+// says nothing new; anything else may mean the topology changed.
+func (c *ClusterClient) learnFrom(err error) {
+	switch msg := err.Error(); {
+	case strings.HasPrefix(msg, "MOVED"):
+		c.learnMoved(err)
+	case strings.HasPrefix(msg, "TRYAGAIN"):
+	default:
+		c.refreshSoon()
+	}
+}
+
 // learnMoved points the slot named by a MOVED answer at the master it
 // names, at once. redisc refreshes the whole map in the background after a
 // MOVED, but until that lands (and when the node it asks has not heard of
@@ -405,11 +418,7 @@ func (c *ClusterClient) onSlot(ctx context.Context, key string, run func(conn re
 			return v, nil
 		case notRun(err):
 			lastErr = err
-			if strings.HasPrefix(err.Error(), "MOVED") {
-				c.learnMoved(err)
-			} else {
-				c.refreshSoon()
-			}
+			c.learnFrom(err)
 			continue
 		default:
 			if IsUnavailable(err) {
@@ -730,11 +739,7 @@ func (c *ClusterClient) pipeline(ctx context.Context, calls []ScriptCall, idx []
 		case errors.As(err, &re) && notRun(re):
 			replies[i].Err = re
 			notRunYet = append(notRunYet, i)
-			if strings.HasPrefix(string(re), "MOVED") {
-				c.learnMoved(re)
-			} else {
-				c.refreshSoon()
-			}
+			c.learnFrom(re)
 		case errors.As(err, &re):
 			replies[i] = reply(calls[i].Script, re)
 		default:
