@@ -100,11 +100,10 @@ func (w *RTimeWheel) GetTask(ctx context.Context, key string) (*TaskInfo, error)
 		// this is a task that was just delivered or removed.
 		return nil, fmt.Errorf("get task %q: %w", key, ErrNotFound)
 	}
-	version, t, err := decodeTask(cast.ToString(raw))
+	version, t, err := decodeTask(key, cast.ToString(raw))
 	if err != nil {
 		return nil, fmt.Errorf("get task %q: %w", key, err)
 	}
-	t.Key = key
 	if version != loc.version {
 		return nil, fmt.Errorf("get task %q: %w", key, ErrNotFound)
 	}
@@ -133,12 +132,11 @@ func (w *RTimeWheel) DeadLetters(ctx context.Context, limit int) ([]TaskInfo, er
 	}
 	out := make([]TaskInfo, 0, len(flat)/2)
 	for i := 0; i+1 < len(flat); i += 2 {
-		_, t, err := decodeTask(cast.ToString(flat[i+1]))
+		_, t, err := decodeTask(cast.ToString(flat[i]), cast.ToString(flat[i+1]))
 		if err != nil {
 			w.log.Warn("rtimewheel: skipping a malformed dead letter", "key", cast.ToString(flat[i]), "error", err)
 			continue
 		}
-		t.Key = cast.ToString(flat[i])
 		out = append(out, *t.info(StateDead))
 	}
 	return out, nil
@@ -161,11 +159,10 @@ func (w *RTimeWheel) RetryDeadLetter(ctx context.Context, key string) error {
 	if raw == nil {
 		return fmt.Errorf("retry dead letter %q: %w", key, ErrNotFound)
 	}
-	oldVersion, t, err := decodeTask(cast.ToString(raw))
+	oldVersion, t, err := decodeTask(key, cast.ToString(raw))
 	if err != nil {
 		return fmt.Errorf("retry dead letter %q: %w", key, err)
 	}
-	t.Key = key
 	if err := w.ensureWatermark(ctx); err != nil {
 		return err
 	}
@@ -217,7 +214,7 @@ func (w *RTimeWheel) DeleteDeadLetter(ctx context.Context, key string) error {
 	if raw == nil {
 		return fmt.Errorf("delete dead letter %q: %w", key, ErrNotFound)
 	}
-	version, _, err := decodeTask(cast.ToString(raw))
+	version, _, err := decodeTask(key, cast.ToString(raw))
 	if err != nil {
 		return fmt.Errorf("delete dead letter %q: %w", key, err)
 	}

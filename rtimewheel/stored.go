@@ -67,17 +67,18 @@ func encodeTask(version string, t *storedTask) (string, error) {
 	return version + string(b), nil
 }
 
-// decodeTask parses a stored task, with the fields encodeTask left out
-// filled in, but for the key, which the caller knows and sets (tasks stored
-// with every field decode the same).
-func decodeTask(raw string) (version string, t *storedTask, err error) {
+// decodeTask parses the stored task of key, with the fields encodeTask left
+// out filled in (the key is the hash field it is stored under; tasks
+// stored with every field decode the same).
+func decodeTask(key, raw string) (version string, t *storedTask, err error) {
 	if len(raw) < versionLen {
-		return "", nil, fmt.Errorf("decode task: %d bytes is too short", len(raw))
+		return "", nil, fmt.Errorf("decode task %q: %d bytes is too short", key, len(raw))
 	}
 	t = new(storedTask)
 	if err := json.Unmarshal([]byte(raw[versionLen:]), t); err != nil {
-		return "", nil, fmt.Errorf("decode task: %w", err)
+		return "", nil, fmt.Errorf("decode task %q: %w", key, err)
 	}
+	t.Key = key
 	if t.Method == "" {
 		t.Method = "POST"
 	}

@@ -17,11 +17,10 @@ func TestStoredTaskLeavesOutKeyAndDefaults(t *testing.T) {
 	if want := `0123456789abcdef{"u":"http://h/x","b":{"a":1},"s":1700000000000}`; enc != want {
 		t.Fatalf("stored form\n got %s\nwant %s", enc, want)
 	}
-	version, got, err := decodeTask(enc)
+	version, got, err := decodeTask(full.Key, enc) // the key: the field the task is stored under
 	if err != nil {
 		t.Fatal(err)
 	}
-	got.Key = full.Key // the caller knows it: the field the task is stored under
 	if version != "0123456789abcdef" || !reflect.DeepEqual(got, full) {
 		t.Fatalf("round trip: version %s, got %+v, want %+v", version, got, full)
 	}
@@ -39,11 +38,10 @@ func TestStoredTaskKeepsFieldsThatDifferFromDefaults(t *testing.T) {
 			t.Errorf("stored form %s lacks %s", enc, field)
 		}
 	}
-	_, got, err := decodeTask(enc)
+	_, got, err := decodeTask(task.Key, enc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got.Key = task.Key
 	if !reflect.DeepEqual(got, task) {
 		t.Fatalf("round trip: got %+v, want %+v", got, task)
 	}
@@ -52,7 +50,7 @@ func TestStoredTaskKeepsFieldsThatDifferFromDefaults(t *testing.T) {
 // Tasks written before fields were left out decode the same.
 func TestStoredTaskDecodesTheFullForm(t *testing.T) {
 	raw := `0123456789abcdef{"k":"old","u":"http://h/x","m":"POST","ma":5,"to":10000,"s":1000,"n":2000}`
-	_, got, err := decodeTask(raw)
+	_, got, err := decodeTask("old", raw)
 	if err != nil {
 		t.Fatal(err)
 	}

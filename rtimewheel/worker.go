@@ -362,7 +362,7 @@ func (wk *worker) accept(sl sliceRef, value any) (more, drained bool, n int) {
 	var lastDue int64
 	for i := 2; i+1 < len(flat); i += 2 {
 		key := cast.ToString(flat[i])
-		version, t, err := decodeTask(cast.ToString(flat[i+1]))
+		version, t, err := decodeTask(key, cast.ToString(flat[i+1]))
 		if err != nil {
 			// Left leased: it comes back after the lease, and is logged
 			// again, rather than being dropped silently.
